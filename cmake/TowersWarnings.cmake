@@ -1,0 +1,15 @@
+# SPDX-License-Identifier: MIT
+# One place for warning flags: -Wall -Wextra everywhere, errors when TOWERS_WERROR is on.
+function(towers_set_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${TOWERS_WERROR}>>:-Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${TOWERS_WERROR}>>:-Werror=all-warnings>)
+endfunction()
+
+# CUDA sources: C++20 (CMake 3.25 has no CUDA_STANDARD 20 for nvcc, so pass it directly).
+function(towers_cuda_options target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr>)
+endfunction()

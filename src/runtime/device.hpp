@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// Device: one GPU, or one simulated device on the host backend.
+//
+// A device makes streams, events and memory. Objects it makes must not outlive it (the
+// Runtime owns devices and outlives everything a program makes from them). Methods may be
+// called from any host thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "runtime/backend.hpp"
+#include "runtime/event.hpp"
+#include "runtime/memory.hpp"
+#include "runtime/stream.hpp"
+
+namespace towers {
+
+/// One GPU, or one simulated device. Introduced in chapter 0.
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual Backend backend() const = 0;
+  /// 0..device_count-1 within its Runtime.
+  virtual int index() const = 0;
+  /// "host:1" or the GPU's name, for logs.
+  virtual std::string name() const = 0;
+
+  /// A new stream, independent of every other stream (cudaStreamCreateWithFlags,
+  /// non-blocking).
+  virtual std::unique_ptr<Stream> create_stream() = 0;
+  /// A new event with timing enabled.
+  virtual std::unique_ptr<Event> create_event() = 0;
+
+  /// `bytes` of device memory (cudaMalloc). Throws std::bad_alloc-like
+  /// towers::OutOfMemory when the device is full.
+  virtual Buffer allocate(std::size_t bytes) = 0;
+  /// `bytes` of pinned host memory that this device copies to and from asynchronously
+  /// (cudaMallocHost). Readable and writable by the host.
+  virtual Buffer allocate_pinned(std::size_t bytes) = 0;
+
+  /// Blocks until all work on all of this device's streams has finished
+  /// (cudaDeviceSynchronize). Rethrows the first error of any of them.
+  virtual void synchronize() = 0;
+};
+
+/// Thrown when a device has no room for an allocation; the message names the device,
+/// the size asked for and what to reduce.
+class OutOfMemory : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace towers

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Event: a marker in a stream, as cudaEvent_t.
+//
+// Stream::record(e) enqueues the marker; the event completes when the stream reaches it.
+// Stream::wait(e) makes another stream (on any device) wait for the most recent record
+// enqueued before the wait call, without blocking the host. Waiting on an event that was
+// never recorded does not wait, as in CUDA. Methods may be called from any host thread.
+#pragma once
+
+namespace towers {
+
+/// A point in a stream's work that other streams and the host can wait for.
+/// Introduced in chapter 0; used in chapter 3 to order the gradient average.
+class Event {
+ public:
+  virtual ~Event() = default;
+  /// True when the most recent record has completed (or there was none); does not block.
+  virtual bool query() = 0;
+  /// Blocks the calling host thread until the most recent record has completed.
+  /// Rethrows an error raised by the recording stream before the marker.
+  virtual void synchronize() = 0;
+  /// Milliseconds between two completed records: `end.elapsed_ms_since(start)`.
+  virtual float elapsed_ms_since(Event& start) = 0;
+};
+
+}  // namespace towers

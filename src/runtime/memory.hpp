@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// Buffer: RAII ownership of device memory or pinned host memory.
+//
+// A Buffer frees its memory when destroyed, through the function its device gave it
+// (cudaFree, cudaFreeHost, or free on the host backend). It is move-only. Destroy a
+// Buffer only after every stream that uses it has finished with it (synchronize first),
+// exactly as with cudaFree.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <utility>
+
+namespace towers {
+
+/// Owns `bytes` bytes on one device (or pinned host memory). Introduced in chapter 0.
+class Buffer {
+ public:
+  using Deleter = std::function<void(void*)>;
+
+  Buffer() = default;
+  Buffer(void* data, std::size_t bytes, Deleter deleter)
+      : data_(data), bytes_(bytes), deleter_(std::move(deleter)) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& other) noexcept { swap(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    Buffer(std::move(other)).swap(*this);
+    return *this;
+  }
+  ~Buffer() {
+    if (data_ && deleter_) deleter_(data_);
+  }
+
+  /// Raw address; valid on the owning device only (host memory for pinned buffers).
+  void* data() const { return data_; }
+  /// The address as T*; the caller knows the element type.
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  std::size_t bytes() const { return bytes_; }
+  bool empty() const { return data_ == nullptr; }
+
+ private:
+  void swap(Buffer& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    std::swap(deleter_, other.deleter_);
+  }
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  Deleter deleter_;
+};
+
+}  // namespace towers

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// Trace: the record of what ran where and when — the proof of parallelism.
+//
+// Every op a stream runs is one TraceEvent: device, stream, tower, step, name, start, end
+// (microseconds since the trace's epoch). The host backend stamps events in the worker
+// thread with the steady clock; the cuda backend records a CUDA event pair around each op
+// and resolves the pairs in collect(). Host-side spans (how long the tower loop took to
+// *enqueue* a step) are added by programs with add_host_span().
+//
+// All methods are thread-safe. When disabled (the default), streams skip tracing
+// entirely: no clock reads, no events, no locks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace towers {
+
+/// One span of work. device and stream are -1 for host-side spans. Introduced in chapter 0.
+struct TraceEvent {
+  int device = -1;
+  int stream = -1;
+  int tower = -1;  ///< -1: work that belongs to no tower (e.g. the gradient average)
+  int step = -1;
+  std::string name;
+  double start_us = 0;
+  double end_us = 0;
+};
+
+/// Collects TraceEvents from every stream of a runtime.
+class Trace {
+ public:
+  Trace();
+
+  /// Turns recording on or off for ops enqueued from now on.
+  void set_enabled(bool enabled) { enabled_.store(enabled, std::memory_order_relaxed); }
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+
+  /// The training step that ops enqueued from now on belong to (global_step).
+  void set_step(int step) { step_.store(step, std::memory_order_relaxed); }
+  int step() const { return step_.load(std::memory_order_relaxed); }
+
+  /// Microseconds since this trace was made, on the steady clock.
+  double now_us() const;
+
+  /// Adds a finished span (host backend streams, host-side spans).
+  void add(TraceEvent event);
+  /// Adds a span whose times are known only after the device has run it: `resolve`
+  /// fills start_us and end_us and is called by collect() (cuda backend).
+  void add_pending(TraceEvent event, std::function<void(TraceEvent&)> resolve);
+  /// Records host-side work from `start_us` to now, e.g. enqueueing one step.
+  void add_host_span(std::string name, double start_us);
+
+  /// Resolves pending spans and returns every span so far, sorted by start time.
+  /// Call after synchronizing the streams whose spans you want.
+  std::vector<TraceEvent> collect();
+  /// Forgets every span (pending ones included).
+  void clear();
+
+ private:
+  struct Pending {
+    TraceEvent event;
+    std::function<void(TraceEvent&)> resolve;
+  };
+  std::atomic<bool> enabled_{false};
+  std::atomic<int> step_{-1};
+  std::chrono::steady_clock::time_point epoch_;
+  std::mutex mutex_;
+  std::vector<TraceEvent> events_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace towers
