@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// The functions behind CUDA_CHECK, CUBLAS_CHECK and NCCL_CHECK.
+#include "kernels/cuda/check.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace towers::cuda {
+namespace {
+
+// __FILE__ is an absolute path under CMake; report it relative to the source tree
+// (TOWERS_SOURCE_ROOT, set by kernels/CMakeLists.txt) so messages read "kernels/...".
+std::string_view relative_path(std::string_view file) {
+  constexpr std::string_view root = TOWERS_SOURCE_ROOT "/";
+  if (file.substr(0, root.size()) == root) file.remove_prefix(root.size());
+  return file;
+}
+
+[[noreturn]] void fail(std::string_view library, const char* message, const char* expression,
+                       const char* file, int line) {
+  std::string text = "towers: ";
+  text += library;
+  text += " error at ";
+  text += relative_path(file);
+  text += ":" + std::to_string(line) + ": " + message + "\n  in " + expression;
+  throw std::runtime_error(text);
+}
+
+}  // namespace
+
+void check_cuda(cudaError_t status, const char* expression, const char* file, int line) {
+  if (status != cudaSuccess) fail("CUDA", cudaGetErrorString(status), expression, file, line);
+}
+
+void check_cublas(cublasStatus_t status, const char* expression, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    fail("cuBLAS", cublasGetStatusString(status), expression, file, line);
+  }
+}
+
+void check_nccl(ncclResult_t status, const char* expression, const char* file, int line) {
+  if (status != ncclSuccess) fail("NCCL", ncclGetErrorString(status), expression, file, line);
+}
+
+}  // namespace towers::cuda

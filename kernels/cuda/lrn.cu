@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// CUDA kernels for local response normalization (kernels/math/lrn.hpp).
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/math/lrn.hpp"
+
+namespace towers::cuda {
+namespace {
+
+__global__ void lrn_forward_kernel(int n, int channels, math::LrnParams p, const float* x,
+                                   float* y, float* scale) {
+  for (int i = first_index(); i < n; i += index_stride()) {
+    const math::LrnForward out = math::lrn_forward(i, x, channels, p);
+    y[i] = out.y;
+    scale[i] = out.scale;
+  }
+}
+
+__global__ void lrn_backward_kernel(int n, int channels, math::LrnParams p, const float* x,
+                                    const float* y, const float* scale, const float* dy,
+                                    float* dx) {
+  for (int i = first_index(); i < n; i += index_stride()) {
+    dx[i] = math::lrn_backward(i, x, y, scale, dy, channels, p);
+  }
+}
+
+}  // namespace
+
+void lrn_forward(const CudaLaunchContext& ctx, int pixels, int channels, math::LrnParams p,
+                 const float* x, float* y, float* scale) {
+  const int n = pixels * channels;  // x, y, scale: [pixels, channels]
+  if (n == 0) return;
+  lrn_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, p, x, y,
+                                                                      scale);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void lrn_backward(const CudaLaunchContext& ctx, int pixels, int channels, math::LrnParams p,
+                  const float* x, const float* y, const float* scale, const float* dy,
+                  float* dx) {
+  const int n = pixels * channels;
+  if (n == 0) return;
+  lrn_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, p, x, y,
+                                                                       scale, dy, dx);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace towers::cuda
