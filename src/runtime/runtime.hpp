@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "runtime/backend.hpp"
@@ -19,8 +20,8 @@ class Trace;
 struct RuntimeOptions {
   BackendChoice backend = BackendChoice::kAuto;
   /// host: how many simulated devices; cuda: use the first N GPUs.
-  /// 0 means the default: 4 simulated devices, or every GPU.
-  int devices = 0;
+  /// Unset means the default: kDefaultHostDevices simulated devices, or every GPU.
+  std::optional<int> devices;
 };
 
 /// Default number of simulated devices when `--devices` is not given.

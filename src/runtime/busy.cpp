@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/busy.hpp"
+
+#include <chrono>
+#include <thread>
+
+#include "runtime/cuda_backend.hpp"
+
+namespace towers {
+
+void busy_kernel(Stream& stream, double ms) {
+  stream.launch(
+      "busy",
+      [ms] { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); },
+      [ms](const CudaLaunchContext& ctx) { launch_cuda_busy_kernel(ctx, ms); });
+}
+
+}  // namespace towers

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/host/host_stream.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/host/host_device.hpp"
+#include "runtime/host/host_event.hpp"
+
+namespace towers {
+
+HostStream::HostStream(HostDevice& device, int index, Trace& trace)
+    : device_(device), index_(index), trace_(trace), worker_([this] { worker_loop(); }) {
+  device_.register_stream(this);
+}
+
+HostStream::~HostStream() {
+  device_.unregister_stream(this);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_one();
+  worker_.join();  // the worker drains the queue before it exits
+  if (error_) {
+    try {
+      std::rethrow_exception(error_);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "towers: error on %s stream %d was never synchronized: %s\n",
+                   device_.name().c_str(), index_, e.what());
+    } catch (...) {
+      std::fprintf(stderr, "towers: unknown error on a stream was never synchronized\n");
+    }
+  }
+}
+
+Device& HostStream::device() { return device_; }
+
+void HostStream::enqueue(Op op) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(op));
+  }
+  work_cv_.notify_one();
+}
+
+void HostStream::enqueue_work(std::string_view name, std::function<void()> work) {
+  Op op;
+  op.work = std::move(work);
+  // Tracing off costs one relaxed load: no clock reads, no strings.
+  if (trace_.enabled()) {
+    op.traced = true;
+    op.span = TraceEvent{device_.index(), index_, tower(), trace_.step(), std::string(name), 0, 0};
+  }
+  enqueue(std::move(op));
+}
+
+void HostStream::launch(std::string_view name, HostWork host, CudaWork /*cuda*/) {
+  enqueue_work(name, std::move(host));
+}
+
+void HostStream::copy(void* dst, const void* src, std::size_t bytes, std::string_view name) {
+  enqueue_work(name, [=] { std::memcpy(dst, src, bytes); });
+}
+
+void HostStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) {
+  enqueue_work(name, [=] { std::memset(dst, 0, bytes); });
+}
+
+void HostStream::record(Event& event) {
+  auto& host_event = dynamic_cast<HostEvent&>(event);
+  const std::uint64_t generation = host_event.next_generation();
+  Op op;
+  op.always_runs = true;
+  op.work = [this, &host_event, generation] {
+    // Runs on this stream's worker, which alone writes error_ while ops run.
+    host_event.complete(generation, error_);
+  };
+  enqueue(std::move(op));
+}
+
+void HostStream::wait(Event& event) {
+  auto& host_event = dynamic_cast<HostEvent&>(event);
+  const std::uint64_t generation = host_event.recorded_generation();
+  if (generation == 0) return;  // never recorded: nothing to wait for, as in CUDA
+  Op op;
+  op.always_runs = true;
+  op.work = [this, &host_event, generation] {
+    std::exception_ptr upstream = host_event.wait_for(generation);
+    if (upstream && !error_) error_ = upstream;
+  };
+  enqueue(std::move(op));
+}
+
+void HostStream::synchronize() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !running_op_; });
+  if (error_) {
+    std::exception_ptr error = error_;
+    error_ = nullptr;
+    std::rethrow_exception(error);
+  }
+}
+
+void HostStream::run(Op& op) {
+  // error_ is read here without the lock: only this worker writes it while ops run, and
+  // synchronize() touches it only when the worker is idle (under the lock).
+  if (error_ && !op.always_runs) return;
+  if (op.traced) op.span.start_us = trace_.now_us();
+  try {
+    op.work();
+  } catch (...) {
+    if (!error_) error_ = std::current_exception();
+  }
+  if (op.traced) {
+    op.span.end_us = trace_.now_us();
+    trace_.add(std::move(op.span));
+  }
+}
+
+void HostStream::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything has run
+    Op op = std::move(queue_.front());
+    queue_.pop_front();
+    running_op_ = true;
+    lock.unlock();
+    run(op);
+    lock.lock();
+    running_op_ = false;
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace towers

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/runtime.hpp"
+
+#include <string>
+
+#include "runtime/cuda_backend.hpp"
+#include "runtime/host/host_device.hpp"
+#include "trace/trace.hpp"
+
+namespace towers {
+
+std::unique_ptr<Runtime> Runtime::create(const RuntimeOptions& options) {
+  if (options.devices && *options.devices < 1) {
+    throw UsageError("--devices must be at least 1 (got " + std::to_string(*options.devices) +
+                     "); leave it out to use the default.");
+  }
+  const Backend backend = resolve_backend(options.backend);
+  auto trace = std::make_shared<Trace>();
+  std::vector<std::unique_ptr<Device>> devices;
+  if (backend == Backend::kHost) {
+    const int count = options.devices.value_or(kDefaultHostDevices);
+    for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<HostDevice>(i, *trace));
+  } else {
+    const int available = cuda_device_count();
+    const int count = options.devices.value_or(available);
+    if (count > available) {
+      throw UsageError("--devices " + std::to_string(count) + ": only " + std::to_string(available) +
+                       " CUDA device(s) found. Use --devices " + std::to_string(available) +
+                       " (several towers can share one GPU with --towers-per-device), or "
+                       "--backend host to simulate more devices.");
+    }
+    devices = make_cuda_devices(count, *trace);
+  }
+  return std::make_unique<Runtime>(backend, std::move(devices), std::move(trace));
+}
+
+Runtime::Runtime(Backend backend, std::vector<std::unique_ptr<Device>> devices,
+                 std::shared_ptr<Trace> trace)
+    : backend_(backend), trace_(std::move(trace)), devices_(std::move(devices)) {}
+
+Runtime::~Runtime() = default;
+
+void Runtime::synchronize() {
+  for (auto& device : devices_) device->synchronize();
+}
+
+}  // namespace towers

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// Analysis of a trace: how many towers were busy at once, and for how long.
+//
+// A tower is busy while any op tagged with it runs on any device. Per step we compute the
+// union of each tower's op intervals and sweep over them:
+//   max_concurrent_towers  the largest number of towers busy at the same instant;
+//   overlap                time with >= 2 towers busy / time with >= 1 tower busy (0..1);
+//   device_ms              first device op start to last device op end in the step;
+//   host_enqueue_ms        total of host spans named "enqueue" in the step.
+// Intervals that only touch (one ends where the next starts) do not overlap.
+#pragma once
+
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace towers {
+
+/// What one step's trace shows about parallelism. Introduced in chapter 0.
+struct StepAnalysis {
+  int step = -1;                  ///< global_step the spans belong to
+  int max_concurrent_towers = 0;  ///< most towers busy at one instant
+  double overlap = 0;             ///< fraction of tower-busy time with >= 2 towers busy
+  double device_ms = 0;           ///< span of all device ops of the step
+  double tower_busy_ms = 0;       ///< time with at least one tower busy
+  double host_enqueue_ms = 0;     ///< host time spent enqueueing the step
+};
+
+/// Analyses the spans of one step (all spans when `step` is -1).
+StepAnalysis analyze_step(const std::vector<TraceEvent>& events, int step);
+
+/// One StepAnalysis per step (>= 0) found in `events`, in step order.
+std::vector<StepAnalysis> analyze_steps(const std::vector<TraceEvent>& events);
+
+/// The spans of one step (all when `step` is -1).
+std::vector<TraceEvent> events_of_step(const std::vector<TraceEvent>& events, int step);
+
+}  // namespace towers

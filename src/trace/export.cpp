@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+#include "trace/export.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "runtime/backend.hpp"
+
+namespace towers {
+namespace {
+
+std::string json_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string xml_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// Process id in the JSON: devices keep their index, host spans get a separate one.
+int pid_of(const TraceEvent& e) { return e.device < 0 ? 1000 : e.device; }
+
+}  // namespace
+
+std::string chrome_trace_json(const std::vector<TraceEvent>& events) {
+  std::ostringstream out;
+  out.precision(3);
+  out << std::fixed << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::set<int> pids;
+  for (const auto& e : events) pids.insert(pid_of(e));
+  bool first = true;
+  for (int pid : pids) {
+    out << (first ? "" : ",\n") << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << pid
+        << ",\"args\":{\"name\":\"" << (pid == 1000 ? std::string("host") : "device " + std::to_string(pid))
+        << "\"}}";
+    first = false;
+  }
+  for (const auto& e : events) {
+    out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"name\":\"" << json_escaped(e.name)
+        << "\",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
+        << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
+        << ",\"args\":{\"tower\":" << e.tower << ",\"step\":" << e.step << "}}";
+    first = false;
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title) {
+  static const char* kColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                  "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
+  const double kLabel = 90, kWidth = 720, kRow = 22, kTop = 28;
+  std::map<std::pair<int, int>, int> row_of;
+  double t0 = 0, t1 = 1;
+  if (!events.empty()) {
+    t0 = events.front().start_us;
+    t1 = events.front().end_us;
+  }
+  for (const auto& e : events) {
+    row_of[{e.device < 0 ? 1 << 30 : e.device, e.stream}] = 0;
+    t0 = std::min(t0, e.start_us);
+    t1 = std::max(t1, e.end_us);
+  }
+  int next = 0;
+  for (auto& [key, row] : row_of) row = next++;
+  const double scale = kWidth / std::max(1e-3, t1 - t0);
+  const double height = kTop + kRow * next + 24;
+
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kLabel + kWidth + 10
+      << "\" height=\"" << height << "\" font-family=\"monospace\" font-size=\"12\">\n"
+      << "<text x=\"4\" y=\"16\">" << xml_escaped(title) << "</text>\n";
+  for (const auto& [key, row] : row_of) {
+    std::string label = key.first == (1 << 30) ? "host"
+                                               : "dev" + std::to_string(key.first) + " s" +
+                                                     std::to_string(key.second);
+    out << "<text x=\"4\" y=\"" << kTop + kRow * row + 15 << "\">" << label << "</text>\n";
+  }
+  for (const auto& e : events) {
+    int row = row_of[{e.device < 0 ? 1 << 30 : e.device, e.stream}];
+    const char* color = e.device < 0 ? "#bbbbbb" : e.tower < 0 ? "#555555" : kColors[e.tower % 8];
+    out << "<rect x=\"" << kLabel + (e.start_us - t0) * scale << "\" y=\"" << kTop + kRow * row + 2
+        << "\" width=\"" << std::max(0.5, (e.end_us - e.start_us) * scale) << "\" height=\""
+        << kRow - 4 << "\" fill=\"" << color << "\"><title>" << xml_escaped(e.name)
+        << " tower " << e.tower << " step " << e.step << " "
+        << (e.end_us - e.start_us) / 1000.0 << " ms</title></rect>\n";
+  }
+  out << "<text x=\"" << kLabel << "\" y=\"" << height - 6 << "\">0 ms</text>\n"
+      << "<text x=\"" << kLabel + kWidth - 80 << "\" y=\"" << height - 6 << "\">"
+      << (t1 - t0) / 1000.0 << " ms</text>\n</svg>\n";
+  return out.str();
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (file) file << text;
+  if (!file) {
+    throw UsageError("cannot write '" + path + "': " + std::strerror(errno) +
+                     ". Check that its folder exists and is writable.");
+  }
+}
+
+}  // namespace towers

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Writing a trace for other tools.
+//
+// Chrome-trace JSON opens in https://ui.perfetto.dev (or chrome://tracing): one process
+// per device ("device 0", "host"), one thread per stream, one slice per op, with the
+// tower and step in each slice's args. SVG is a static picture of the same rows, for docs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trace/trace.hpp"
+
+namespace towers {
+
+/// The Chrome-trace JSON text for `events` (times in microseconds).
+std::string chrome_trace_json(const std::vector<TraceEvent>& events);
+
+/// An SVG picture of `events`: one row per device stream, one rectangle per op, coloured
+/// by tower. `title` is drawn above the rows.
+std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title);
+
+/// Writes `text` to `path`; throws UsageError naming the path when it cannot be written.
+void write_text_file(const std::string& path, const std::string& text);
+
+}  // namespace towers

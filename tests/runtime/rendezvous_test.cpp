@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// The rendezvous probe: meets when streams run concurrently, times out when serialized.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "backends.hpp"
+#include "runtime/rendezvous.hpp"
+
+namespace towers {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::BothBackends;
+
+class RendezvousProbe : public BothBackends {};
+TOWERS_INSTANTIATE_BOTH_BACKENDS(RendezvousProbe);
+
+std::vector<std::unique_ptr<Stream>> one_stream_per_device(Runtime& rt) {
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < rt.device_count(); ++i) streams.push_back(rt.device(i).create_stream());
+  return streams;
+}
+
+TEST_P(RendezvousProbe, MeetsWhenAllStreamsRunConcurrently) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  // Four streams on one device: concurrency within a device (towers per device) and,
+  // on host, more participants than CPU cores.
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < 4; ++i) streams.push_back(rt->device(0).create_stream());
+  Rendezvous rendezvous(*rt, 4, 5000ms);
+  for (auto& s : streams) rendezvous.enqueue(*s);
+  for (auto& s : streams) s->synchronize();
+  EXPECT_TRUE(rendezvous.all_met());
+  EXPECT_EQ(rendezvous.max_present(), 4);
+}
+
+TEST_P(RendezvousProbe, MeetsAcrossDevices) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 2);
+  auto streams = one_stream_per_device(*rt);
+  Rendezvous rendezvous(*rt, rt->device_count(), 5000ms);
+  for (auto& s : streams) rendezvous.enqueue(*s);
+  rt->synchronize();
+  EXPECT_TRUE(rendezvous.all_met());
+}
+
+TEST_P(RendezvousProbe, TimesOutWhenTheHostSerializesTheStreams) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(rt->device(0).create_stream());
+  Rendezvous rendezvous(*rt, 3, 100ms);
+  auto start = std::chrono::steady_clock::now();
+  for (auto& s : streams) {
+    rendezvous.enqueue(*s);
+    s->synchronize();  // chapter 2's mistake: wait for each before the next
+  }
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(rendezvous.all_met());
+  EXPECT_EQ(rendezvous.max_present(), 1);
+  EXPECT_LT(elapsed, 5s) << "a serialized rendezvous must time out, not hang";
+}
+
+TEST(Rendezvous, RefusesMoreParticipantsThanDeclared) {
+  auto rt = Runtime::create({BackendChoice::kHost, 1});
+  auto stream = rt->device(0).create_stream();
+  Rendezvous rendezvous(*rt, 1, 10ms);
+  rendezvous.enqueue(*stream);
+  EXPECT_THROW(rendezvous.enqueue(*stream), std::logic_error);
+  stream->synchronize();
+  EXPECT_TRUE(rendezvous.all_met());
+}
+
+}  // namespace
+}  // namespace towers
