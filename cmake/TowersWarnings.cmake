@@ -9,7 +9,10 @@ function(towers_set_warnings target)
 endfunction()
 
 # CUDA sources: C++20 (CMake 3.25 has no CUDA_STANDARD 20 for nvcc, so pass it directly).
+# CMAKE_CXX_STANDARD_REQUIRED would make CMake demand a "CUDA20" dialect it cannot spell
+# for nvcc, so CUDA targets do not require one and get -std=c++20 directly.
 function(towers_cuda_options target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 --expt-relaxed-constexpr>)
+  set_target_properties(${target} PROPERTIES CUDA_STANDARD_REQUIRED OFF)
 endfunction()

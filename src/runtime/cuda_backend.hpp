@@ -29,7 +29,7 @@ void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms);
 Buffer allocate_cuda_shared_flags(int ints);
 
 /// Launches participant `slot` of a rendezvous of `participants` on ctx.stream.
-/// `flags` points to memory from allocate_cuda_shared_flags(2 * participants).
+/// `flags` points to memory from allocate_cuda_shared_flags(2 * participants + 1).
 void launch_cuda_rendezvous(const CudaLaunchContext& ctx, int* flags, int participants, int slot,
                             std::chrono::milliseconds timeout);
 

@@ -24,7 +24,7 @@ Rendezvous::Rendezvous(Runtime& runtime, int participants, std::chrono::millisec
   if (backend_ == Backend::kHost) {
     host_ = std::make_shared<HostState>();
   } else {
-    cuda_flags_ = allocate_cuda_shared_flags(2 * participants);
+    cuda_flags_ = allocate_cuda_shared_flags(2 * participants + 1);
   }
 }
 

@@ -50,7 +50,7 @@ class Rendezvous {
   int enqueued_ = 0;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<HostState> host_;  // host backend
-  Buffer cuda_flags_;                // cuda backend: [present per slot | max seen per slot]
+  Buffer cuda_flags_;                // cuda: [present per slot | most seen per slot | met]
 };
 
 }  // namespace towers

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// CudaDevice, CudaStream, CudaEvent: the runtime on real GPUs.
+//
+// Each method is one checked CUDA call (plus cudaSetDevice, since CUDA keeps a "current
+// device" per host thread and every call acts on it). Errors throw std::runtime_error
+// with the failing call, file:line and CUDA's message (kernels/cuda/check.hpp).
+// Traced ops are bracketed by a CUDA event pair and an NVTX range of the same name.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "runtime/device.hpp"
+#include "trace/trace.hpp"
+
+namespace towers {
+
+/// One GPU. Its streams are non-blocking CUDA streams.
+class CudaDevice final : public Device {
+ public:
+  /// Device `ordinal` (0-based CUDA ordinal); records a clock epoch for the trace.
+  CudaDevice(int ordinal, Trace& trace);
+  ~CudaDevice() override;
+
+  Backend backend() const override { return Backend::kCuda; }
+  int index() const override { return ordinal_; }
+  std::string name() const override { return name_; }
+  std::unique_ptr<Stream> create_stream() override;
+  std::unique_ptr<Event> create_event() override;
+  Buffer allocate(std::size_t bytes) override;
+  Buffer allocate_pinned(std::size_t bytes) override;
+  void synchronize() override;
+
+  /// Host microseconds (trace clock) at which `epoch()` completed.
+  double epoch_host_us() const { return epoch_host_us_; }
+  /// An event recorded on this device when it was opened: zero of its trace times.
+  cudaEvent_t epoch() const { return epoch_; }
+
+ private:
+  int ordinal_;
+  Trace& trace_;
+  std::string name_;
+  cudaEvent_t epoch_ = nullptr;
+  double epoch_host_us_ = 0;
+  std::atomic<int> next_stream_index_{0};
+};
+
+/// A CUDA event, made on one device; record it on a stream of that device.
+class CudaEvent final : public Event {
+ public:
+  explicit CudaEvent(int ordinal);
+  ~CudaEvent() override;
+  bool query() override;
+  void synchronize() override;
+  float elapsed_ms_since(Event& start) override;
+  /// The underlying handle.
+  cudaEvent_t handle() const { return event_; }
+
+ private:
+  int ordinal_;
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace towers

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// CudaStream: a non-blocking cudaStream_t with its own cuBLAS handle (made on first use).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "runtime/cuda/cuda_device.hpp"
+#include "runtime/stream.hpp"
+
+namespace towers {
+
+/// A stream of the cuda backend. The destructor waits for its work, then destroys it.
+class CudaStream final : public Stream {
+ public:
+  CudaStream(CudaDevice& device, int index, Trace& trace);
+  ~CudaStream() override;
+
+  Device& device() override { return device_; }
+  int index() const override { return index_; }
+  void launch(std::string_view name, HostWork host, CudaWork cuda) override;
+  void copy(void* dst, const void* src, std::size_t bytes, std::string_view name) override;
+  void fill_zero(void* dst, std::size_t bytes, std::string_view name) override;
+  void record(Event& event) override;
+  void wait(Event& event) override;
+  void synchronize() override;
+
+ private:
+  // Runs `enqueue` (which must only enqueue on stream_) as one traced op named `name`.
+  template <typename Enqueue>
+  void traced(std::string_view name, Enqueue&& enqueue);
+
+  CudaDevice& device_;
+  int index_;
+  Trace& trace_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+};
+
+}  // namespace towers

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+// The two probe kernels of the runtime: a busy kernel of fixed duration (chapter 0) and
+// the rendezvous participant. Both are one thread that watches the GPU's nanosecond
+// clock, so they are bounded in time whatever else runs.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/check.hpp"
+#include "runtime/cuda_backend.hpp"
+
+namespace towers {
+namespace {
+
+__device__ unsigned long long globaltimer_ns() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+
+__global__ void busy_kernel(unsigned long long duration_ns) {
+  const unsigned long long start = globaltimer_ns();
+  while (globaltimer_ns() - start < duration_ns) {
+  }
+}
+
+// flags (mapped pinned host memory, visible to every GPU):
+//   present[n]: 1 while participant i runs, 2 after it left;
+//   seen[n]:    most participants i saw running at once;
+//   met[1]:     set by whoever saw all n, so the others stop waiting.
+__global__ void rendezvous_kernel(volatile int* flags, int n, int slot,
+                                  unsigned long long timeout_ns) {
+  volatile int* present = flags;
+  volatile int* seen = flags + n;
+  volatile int* met = flags + 2 * n;
+  present[slot] = 1;
+  __threadfence_system();
+  const unsigned long long start = globaltimer_ns();
+  int most = 0;
+  while (*met == 0 && globaltimer_ns() - start < timeout_ns) {
+    int running = 0;
+    for (int i = 0; i < n; ++i) running += (present[i] == 1);
+    most = running > most ? running : most;
+    if (running == n) *met = 1;
+  }
+  if (*met != 0 && most < n) most = n;  // someone saw everyone, including this one
+  seen[slot] = most;
+  present[slot] = 2;
+  __threadfence_system();
+}
+
+}  // namespace
+
+void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms) {
+  busy_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      static_cast<unsigned long long>(ms * 1e6));
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_cuda_rendezvous(const CudaLaunchContext& ctx, int* flags, int participants, int slot,
+                            std::chrono::milliseconds timeout) {
+  rendezvous_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
+      flags, participants, slot, static_cast<unsigned long long>(timeout.count()) * 1000000ull);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace towers
