@@ -2,8 +2,8 @@
 // The functions behind CUDA_CHECK, CUBLAS_CHECK and NCCL_CHECK.
 #include "kernels/cuda/check.hpp"
 
+#include <sstream>
 #include <stdexcept>
-#include <string>
 #include <string_view>
 
 namespace towers::cuda {
@@ -19,12 +19,10 @@ std::string_view relative_path(std::string_view file) {
 
 [[noreturn]] void fail(std::string_view library, const char* message, const char* expression,
                        const char* file, int line) {
-  std::string text = "towers: ";
-  text += library;
-  text += " error at ";
-  text += relative_path(file);
-  text += ":" + std::to_string(line) + ": " + message + "\n  in " + expression;
-  throw std::runtime_error(text);
+  std::ostringstream text;
+  text << "towers: " << library << " error at " << relative_path(file) << ":" << line << ": "
+       << message << "\n  in " << expression;
+  throw std::runtime_error(text.str());
 }
 
 }  // namespace
