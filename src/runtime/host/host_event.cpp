@@ -26,13 +26,13 @@ std::uint64_t HostEvent::recorded_generation() {
 }
 
 void HostEvent::complete(std::uint64_t generation, std::exception_ptr stream_error) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (generation > completed_) {
-      completed_ = generation;
-      completed_at_ms_ = steady_ms();
-      error_ = stream_error;
-    }
+  // Notify while holding the lock: a host thread woken by synchronize() may destroy this
+  // event as soon as it returns, so the notify must finish before it can.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation > completed_) {
+    completed_ = generation;
+    completed_at_ms_ = steady_ms();
+    error_ = stream_error;
   }
   completed_cv_.notify_all();
 }
