@@ -24,22 +24,28 @@ int main(int argc, char** argv) {
   RuntimeOptions runtime_options;
   TraceFiles trace_files;
   double kernel_ms = 50;
+  int towers_per_device = 1;
   add_runtime_flags(app, runtime_options);
   add_trace_flags(app, trace_files);
   app.add_option("--kernel-ms", kernel_ms, "how long each device's kernel runs")
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+  app.add_option("--towers-per-device", towers_per_device,
+                 "streams (towers) per device, so one GPU can show the effect too")
+      ->capture_default_str()->check(CLI::Range(1, 64));
 
   return run_program(app, argc, argv, [&] {
     auto runtime = Runtime::create(runtime_options);
     runtime->trace().set_enabled(true);
-    const int num_gpus = runtime->device_count();
-    std::vector<std::unique_ptr<Stream>> streams;  // one stream per device: its tower
+    // One stream per tower; towers are spread over the devices.
+    const int num_gpus = runtime->device_count() * towers_per_device;
+    std::vector<std::unique_ptr<Stream>> streams;
     for (int i = 0; i < num_gpus; ++i) {
-      streams.push_back(runtime->device(i).create_stream());
+      streams.push_back(runtime->device(i % runtime->device_count()).create_stream());
       streams[i]->set_tower(i);
     }
-    std::printf("%d %s device(s), one %.0f ms kernel each\n", num_gpus,
-                std::string(to_string(runtime->backend())).c_str(), kernel_ms);
+    std::printf("%d tower(s) on %d %s device(s), one %.0f ms kernel each\n", num_gpus,
+                runtime->device_count(), std::string(to_string(runtime->backend())).c_str(),
+                kernel_ms);
 
     double axis_ms = 0;  // both timelines share the first one's time axis
     for (int step = 0; step < 2; ++step) {
