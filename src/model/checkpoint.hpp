@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints: the training state saved to disk and restored.
+//
+// File layout: a versioned header (magic "TOWERSCK", format version, global_step,
+// parameter count and the shape of every variable), then the parameters and the moving
+// averages as little-endian float32, then a checksum of everything before it. Saving
+// writes a temporary file in the same folder and renames it over `model.ckpt-<step>`, so
+// a crash never leaves a half-written checkpoint and the previous one stays intact.
+// Loading refuses (UsageError, with the reason and the file) a wrong magic, version,
+// shape or checksum. Introduced in chapter 1.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace towers::model {
+
+/// What a checkpoint holds.
+struct TrainingState {
+  std::int64_t global_step = 0;
+  std::vector<float> params;           ///< [kNumParameters]
+  std::vector<float> moving_averages;  ///< [kNumParameters]
+};
+
+/// Writes `state` to dir/model.ckpt-<global_step> (atomically) and returns the path.
+std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const TrainingState& state);
+
+/// Reads and validates a checkpoint file; throws UsageError naming the file and problem.
+TrainingState load_checkpoint(const std::filesystem::path& file);
+
+/// The checkpoint with the highest step in `dir`, if any.
+std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
+
+}  // namespace towers::model

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Network: the tutorial's CIFAR-10 model for one tower, forward and backward.
+//
+// A Network owns the activations and workspace for one batch size on one device; the
+// parameters and gradients are flat buffers it is handed (parameters.hpp). Every method
+// only enqueues work on the given stream (ops.hpp) and returns at once; the stream's
+// order is the only synchronization inside a tower. Use one Network per tower; a Network
+// is not shared between streams.
+//
+//   conv1 -> pool1 -> norm1 -> conv2 -> norm2 -> pool2 -> local3 -> local4 -> softmax_linear
+//
+// Shapes: images [batch, 24, 24, 3] NHWC float (standardized), labels [batch] int32.
+// Introduced in chapter 1.
+#pragma once
+
+#include <memory>
+
+#include "runtime/device.hpp"
+#include "runtime/stream.hpp"
+
+namespace towers::model {
+
+/// Indices into the loss vector a Network writes on its device.
+enum LossIndex { kCrossEntropy = 0, kWeightDecay = 1, kTotalLoss = 2, kLossCount = 3 };
+
+/// One tower's model: activations and workspace for `batch_size` images on `device`.
+class Network {
+ public:
+  /// Allocates all activations for `batch_size` on `device`; throws OutOfMemory.
+  Network(Device& device, int batch_size);
+  ~Network();
+  Network(const Network&) = delete;
+  Network& operator=(const Network&) = delete;
+
+  int batch_size() const;
+
+  /// Enqueues the forward pass and the loss (tower_loss): logits, mean cross-entropy,
+  /// weight decay and their sum into losses(). params: [kNumParameters] on this device.
+  void forward(Stream& stream, const float* params, const float* images, const int* labels);
+
+  /// Enqueues forward() then the backward pass, writing d(total loss)/d(params) into
+  /// grads[kNumParameters] (overwritten, not accumulated).
+  void forward_backward(Stream& stream, const float* params, const float* images,
+                        const int* labels, float* grads);
+
+  /// Enqueues the forward pass without labels and counts correct top-1 predictions
+  /// (in_top_k, k = 1) into correct_count() (eval).
+  void predict(Stream& stream, const float* params, const float* images, const int* labels);
+
+  /// Device pointer to [kLossCount] floats written by forward(): see LossIndex.
+  const float* losses() const;
+  /// Device pointer to the logits [batch, 10] of the last forward pass.
+  const float* logits() const;
+  /// Device pointer to one float: the number of correct predictions of the last predict().
+  const float* correct_count() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace towers::model

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// Training rules of the tutorial: learning-rate schedule, SGD, moving averages.
+//
+// All functions that take a Stream only enqueue. Introduced in chapter 1.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/stream.hpp"
+
+namespace towers::model {
+
+/// The tutorial's constants (cifar10.py).
+inline constexpr float kInitialLearningRate = 0.1f;
+inline constexpr double kNumEpochsPerDecay = 350.0;
+inline constexpr float kLearningRateDecayFactor = 0.1f;
+inline constexpr float kMovingAverageDecay = 0.9999f;
+inline constexpr int kNumExamplesPerEpochForTrain = 50000;
+
+/// decay_steps = int(examples_per_epoch / (batch_size * num_towers) * 350), as in
+/// cifar10_multi_gpu_train.py after its fix (batches per epoch divided by the towers).
+std::int64_t decay_steps(int batch_size, int num_towers);
+
+/// lr = 0.1 * 0.1^floor(global_step / decay_steps) (staircase exponential decay).
+float learning_rate(std::int64_t global_step, std::int64_t decay_steps);
+
+/// The moving-average decay at `global_step`: min(0.9999, (1 + step) / (10 + step)).
+float moving_average_decay(std::int64_t global_step);
+
+/// Enqueues params -= lr * grads over the whole flat buffer.
+void apply_gradients(Stream& stream, float lr, const float* grads, float* params);
+
+/// Enqueues shadow -= (1 - decay) * (shadow - params) over the whole flat buffer.
+void update_moving_averages(Stream& stream, float decay, const float* params, float* shadow);
+
+}  // namespace towers::model
