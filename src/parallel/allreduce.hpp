@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// All-reduce: where towers meet in chapter 4. Every tower holds its gradients in one flat
+// float buffer on its own device; average() leaves every buffer holding the element-wise
+// mean of all of them, as TF's average_gradients() does, without a host in the middle.
+//
+// Contract, for every implementation:
+//   - average() only enqueues: it returns before any data has moved, like a kernel
+//     launch. buffers[i] is read and written by work on streams[i] (and, for the ring, by
+//     copies that tower i+1 enqueues on its own stream), so it must stay valid until
+//     streams[i] has finished the average.
+//   - Work enqueued on streams[i] *before* average() is finished before any tower reads
+//     buffers[i]; work enqueued on streams[i] *after* average() sees the mean and may
+//     overwrite buffers[i] freely, since no other tower still reads it. Events and
+//     stream order are the only synchronization; the host never waits.
+//   - Every tower ends with the same bits. For inputs whose sums are exact in float
+//     (small integers, powers of two) and a power-of-two tower count, the result is
+//     the exact mean.
+//   - One host thread calls average() at a time (streams are used from one thread).
+//
+// Two implementations: a ring (reduce-scatter then all-gather, built from stream copies,
+// events and an axpy; runs on both backends and teaches what NCCL does) and NCCL itself
+// (cuda backend only, one rank per GPU).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "runtime/runtime.hpp"
+
+namespace towers {
+
+/// Averages one flat float buffer per tower, in place. Introduced in chapter 4.
+class AllReduce {
+ public:
+  virtual ~AllReduce();
+
+  /// Enqueues averaging buffers[i][0..count) in place, tower i's work on streams[i];
+  /// returns at once. buffers[i] is device memory of the device streams[i] runs on.
+  /// Throws std::invalid_argument when the spans' sizes differ from the tower count,
+  /// a stream is on another device than its tower was set up for, or count is larger
+  /// than the implementation was set up for.
+  virtual void average(std::span<float* const> buffers, std::size_t count,
+                       std::span<Stream* const> streams) = 0;
+
+  /// "ring" or "nccl", for tables and summary lines.
+  virtual std::string_view name() const = 0;
+};
+
+/// One tower's share of a buffer of `count` elements split among `towers`: sizes differ
+/// by at most one element (the first count % towers chunks get one more), and chunks are
+/// empty when count < towers. The ring moves one chunk per step.
+struct Chunk {
+  std::size_t offset = 0;  ///< first element
+  std::size_t size = 0;    ///< elements
+};
+
+/// Chunk `index` (0..towers-1) of `count` elements split `towers` ways.
+Chunk ring_chunk(std::size_t count, int towers, int index);
+
+/// The ring all-reduce, on either backend. Tower i lives on runtime device
+/// device_of_tower[i]; several towers may share a device (towers per device).
+/// Allocates, once, one receive buffer of ceil(max_count / towers) floats per tower on
+/// its device and the events that order the ring's steps; average() then accepts any
+/// count up to max_count. Throws std::invalid_argument for an empty tower list or a
+/// device index outside the runtime.
+std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
+                                               std::span<const int> device_of_tower,
+                                               std::size_t max_count);
+
+/// NCCL's all-reduce with ncclAvg, one rank per tower, tower i on runtime device
+/// device_of_tower[i] (ncclCommInitAll over those GPUs). Throws UsageError, saying what to
+/// use instead, when the runtime is not the cuda backend, the build has no CUDA, or two
+/// towers share a GPU (NCCL refuses two ranks on one GPU).
+std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
+                                               std::span<const int> device_of_tower);
+
+}  // namespace towers

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The NCCL all-reduce: one communicator rank per GPU, ncclAllReduce with ncclAvg in place.
+// Built only with CUDA; allreduce_nccl_unavailable.cpp stands in elsewhere.
+//
+// One host thread drives every rank, so each average() is one ncclGroupStart/ncclGroupEnd:
+// inside a group NCCL only records the calls, and ncclGroupEnd launches all ranks' kernels
+// together (ungrouped, the first rank's call could wait for ranks not yet called).
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.hpp"
+#include "parallel/allreduce.hpp"
+#include "parallel/allreduce_checks.hpp"
+
+namespace towers {
+namespace {
+
+class NcclAllReduce final : public AllReduce {
+ public:
+  explicit NcclAllReduce(std::span<const int> device_of_tower)
+      : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
+        comms_(device_of_tower.size()) {
+    // Runtime device i is CUDA ordinal i (the runtime uses the first N GPUs).
+    NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()),
+                               device_of_tower_.data()));
+  }
+
+  ~NcclAllReduce() override {
+    // Teardown: nothing useful to do if a destroy fails. Synchronize the streams first,
+    // as for any resource their work uses.
+    for (ncclComm_t comm : comms_) (void)ncclCommDestroy(comm);
+  }
+
+  void average(std::span<float* const> buffers, std::size_t count,
+               std::span<Stream* const> streams) override {
+    detail::check_average_arguments("nccl", device_of_tower_, buffers, streams);
+    if (count == 0) return;
+    std::vector<cudaStream_t> handles(streams.size());
+    enqueue_from(0, buffers, count, streams, handles);
+  }
+
+  std::string_view name() const override { return "nccl"; }
+
+ private:
+  // Tower i's launch encloses tower i+1's, and the innermost runs the group. Why nest:
+  // each Stream::launch traces its op between two events recorded before and after its
+  // cuda half, but NCCL launches the kernels only at ncclGroupEnd. Nested, every tower's
+  // "nccl allreduce" span closes after ncclGroupEnd, so it covers the real kernel.
+  void enqueue_from(std::size_t i, std::span<float* const> buffers, std::size_t count,
+                    std::span<Stream* const> streams, std::vector<cudaStream_t>& handles) {
+    if (i == streams.size()) {
+      NCCL_CHECK(ncclGroupStart());
+      try {
+        for (std::size_t r = 0; r < streams.size(); ++r) {
+          NCCL_CHECK(ncclAllReduce(buffers[r], buffers[r], count, ncclFloat, ncclAvg, comms_[r],
+                                   handles[r]));
+        }
+      } catch (...) {
+        (void)ncclGroupEnd();  // close the group so later NCCL calls are not swallowed by it
+        throw;
+      }
+      NCCL_CHECK(ncclGroupEnd());
+      return;
+    }
+    streams[i]->launch(
+        "nccl allreduce",
+        [] { throw std::logic_error("the nccl all-reduce ran on a host stream"); },
+        [&, i](const CudaLaunchContext& ctx) {
+          handles[i] = static_cast<cudaStream_t>(ctx.stream);
+          enqueue_from(i + 1, buffers, count, streams, handles);
+        });
+  }
+
+  std::vector<int> device_of_tower_;
+  std::vector<ncclComm_t> comms_;  // rank i: tower i's GPU
+};
+
+}  // namespace
+
+std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
+                                               std::span<const int> device_of_tower) {
+  if (runtime.backend() != Backend::kCuda) {
+    throw UsageError("the NCCL all-reduce needs the cuda backend (real GPUs); on the " +
+                     std::string(to_string(runtime.backend())) +
+                     " backend use the ring all-reduce.");
+  }
+  detail::check_towers("nccl", runtime, device_of_tower);
+  for (std::size_t i = 0; i < device_of_tower.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (device_of_tower[i] == device_of_tower[j]) {
+        throw UsageError("NCCL needs one rank per GPU, but towers " + std::to_string(j) + " and " +
+                         std::to_string(i) + " are both on GPU " +
+                         std::to_string(device_of_tower[i]) +
+                         ": NCCL refuses two ranks on one GPU. Use one tower per GPU, or the "
+                         "ring all-reduce, which allows several towers per device.");
+      }
+    }
+  }
+  return std::make_unique<NcclAllReduce>(device_of_tower);
+}
+
+}  // namespace towers

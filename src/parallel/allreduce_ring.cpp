@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// The ring all-reduce: what NCCL does, written with the runtime's copies and events.
+//
+// n towers stand in a ring; tower r receives only from its left neighbour r-1 (mod n).
+// Every buffer is cut into n chunks (ring_chunk). A step moves one chunk per tower, all n
+// transfers at once, each on its receiver's stream:
+//
+//   reduce-scatter, steps s = 0..n-2: tower r pulls chunk (r-1-s) from r-1 into its
+//     receive buffer and adds it into its own copy. After n-1 steps tower r holds the full
+//     sum of chunk r+1, which it scales by 1/n: the mean of its chunk, computed once.
+//   all-gather, steps t = 0..n-2: tower r copies chunk (r-t), already a mean, from r-1
+//     straight into place. After n-1 steps every tower holds every mean.
+//
+// Each tower sends and receives count/n elements per step, 2(n-1) steps in all, whatever n:
+// the reason a ring scales (see bench/allreduce_bench.cpp for busbw).
+//
+// Ordering, with events only. done_[r][g+1] is recorded on tower r's stream after its step
+// g (done_[r][0]: after the work enqueued before average()). Before step g tower r waits
+// for done_[r-1][g]:
+//   - read after write: the chunk r pulls at step g is the one r-1 finished writing at
+//     step g-1 (at g = 0, r-1's own gradients).
+//   - write after read: could r-1 overwrite a chunk while r still copies it? Waits chain
+//     around the ring: r-1's step g waited for r-2's step g-1, ..., for r's step g-n+1. r-1
+//     rewrites the chunk that r read at step g only at step g+n-1 (reduce-scatter step s
+//     reads the chunk that all-gather step s overwrites), which is therefore after it.
+//   - the caller's next writes: r's last read of r-1's buffer is its last step, so at the
+//     end tower r-1 waits for done_[r][2(n-1)] before its stream runs anything else.
+// Scaling only the owned chunk, before the all-gather, also avoids a hazard: a full-buffer
+// scale at the end would write memory the right neighbour may still be copying.
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/blas.hpp"
+#include "kernels/host/blas.hpp"
+#include "parallel/allreduce.hpp"
+#include "parallel/allreduce_checks.hpp"
+
+namespace towers {
+namespace {
+
+int wrap(int index, int n) { return ((index % n) + n) % n; }
+
+// y[n] += x[n] (or *= alpha with scale), traced under the ring step's name rather than as
+// a bare "axpy", so the timeline reads as the algorithm.
+void add_into(Stream& stream, const std::string& name, int n, const float* x, float* y) {
+  stream.launch(
+      name, [=] { host::axpy(n, 1.0f, x, y); },
+      [=](const CudaLaunchContext& ctx) { cuda::axpy(ctx, n, 1.0f, x, y); });
+}
+
+void scale(Stream& stream, int n, float alpha, float* x) {
+  stream.launch(
+      "ring scale", [=] { host::scal(n, alpha, x); },
+      [=](const CudaLaunchContext& ctx) { cuda::scal(ctx, n, alpha, x); });
+}
+
+class RingAllReduce final : public AllReduce {
+ public:
+  RingAllReduce(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count)
+      : device_of_tower_(device_of_tower.begin(), device_of_tower.end()), max_count_(max_count) {
+    const int n = towers();
+    const std::size_t chunk = ring_chunk(max_count, n, 0).size;  // the largest chunk
+    for (int r = 0; r < n; ++r) {
+      Device& device = runtime.device(device_of_tower_[r]);
+      // At least one float: a zero-byte cudaMalloc may return no address at all.
+      receive_.push_back(device.allocate(std::max<std::size_t>(chunk, 1) * sizeof(float)));
+      done_.emplace_back();
+      for (int g = 0; g <= steps(); ++g) done_.back().push_back(device.create_event());
+    }
+    for (int s = 1; s < n; ++s) {
+      const std::string of = std::to_string(s) + "/" + std::to_string(n - 1);
+      reduce_names_.push_back("ring rs " + of);
+      add_names_.push_back("ring rs " + of + " add");
+      gather_names_.push_back("ring ag " + of);
+    }
+  }
+
+  void average(std::span<float* const> buffers, std::size_t count,
+               std::span<Stream* const> streams) override {
+    detail::check_average_arguments("ring", device_of_tower_, buffers, streams);
+    if (count > max_count_) {
+      throw std::invalid_argument("ring all-reduce: count " + std::to_string(count) +
+                                  " exceeds the max_count " + std::to_string(max_count_) +
+                                  " it was set up for");
+    }
+    const int n = towers();
+    if (n == 1 || count == 0) return;  // the mean of one buffer, or of nothing, is itself
+
+    for (int r = 0; r < n; ++r) streams[r]->record(*done_[r][0]);
+    // Step-major order: every record of step g is enqueued before any wait of step g+1,
+    // so each wait refers to this call's record (waits take the latest one).
+    for (int g = 0; g < steps(); ++g) {
+      for (int r = 0; r < n; ++r) {
+        const int left = wrap(r - 1, n);
+        Stream& stream = *streams[r];
+        // Waits for the left neighbour's step g-1: the chunk it sends now is final.
+        stream.wait(*done_[left][g]);
+        if (g < n - 1) {
+          reduce_step(stream, g, count, buffers[left], buffers[r], r);
+        } else {
+          gather_step(stream, g - (n - 1), count, buffers[left], buffers[r], r);
+        }
+        stream.record(*done_[r][g + 1]);
+      }
+    }
+    // Tower r's right neighbour reads r's buffer until its own last step; later work on
+    // r's stream (the optimizer, the next backward pass) must not overwrite it before.
+    for (int r = 0; r < n; ++r) streams[r]->wait(*done_[wrap(r + 1, n)][steps()]);
+  }
+
+  std::string_view name() const override { return "ring"; }
+
+ private:
+  int towers() const { return static_cast<int>(device_of_tower_.size()); }
+  int steps() const { return 2 * (towers() - 1); }
+
+  // Reduce-scatter step s on tower r: receive chunk (r-1-s) from the left, add it in.
+  // An empty chunk (count < n) still enqueues its empty copy, so every step is traced.
+  void reduce_step(Stream& stream, int s, std::size_t count, const float* left, float* mine,
+                   int r) {
+    const int n = towers();
+    const Chunk c = ring_chunk(count, n, wrap(r - 1 - s, n));
+    float* receive = receive_[r].as<float>();
+    stream.copy(receive, left + c.offset, c.size * sizeof(float), reduce_names_[s]);
+    if (c.size > 0) add_into(stream, add_names_[s], static_cast<int>(c.size), receive, mine + c.offset);
+    if (s == n - 2) {
+      // The chunk r now owns, (r+1), holds the sum over all towers: make it the mean.
+      const Chunk owned = ring_chunk(count, n, wrap(r + 1, n));
+      if (owned.size > 0) {
+        scale(stream, static_cast<int>(owned.size), 1.0f / static_cast<float>(n), mine + owned.offset);
+      }
+    }
+  }
+
+  // All-gather step t on tower r: copy the finished chunk (r-t) from the left into place.
+  void gather_step(Stream& stream, int t, std::size_t count, const float* left, float* mine,
+                   int r) {
+    const Chunk c = ring_chunk(count, towers(), wrap(r - t, towers()));
+    stream.copy(mine + c.offset, left + c.offset, c.size * sizeof(float), gather_names_[t]);
+  }
+
+  std::vector<int> device_of_tower_;
+  std::size_t max_count_;
+  std::vector<Buffer> receive_;  // per tower: [largest chunk] floats on its device
+  // done_[r][g]: tower r has finished step g-1; [0]: the work before average() is done.
+  std::vector<std::vector<std::unique_ptr<Event>>> done_;
+  std::vector<std::string> reduce_names_;  // "ring rs 1/3" ...
+  std::vector<std::string> add_names_;     // "ring rs 1/3 add" ...
+  std::vector<std::string> gather_names_;  // "ring ag 1/3" ...
+};
+
+}  // namespace
+
+std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
+                                               std::span<const int> device_of_tower,
+                                               std::size_t max_count) {
+  detail::check_towers("ring", runtime, device_of_tower);
+  return std::make_unique<RingAllReduce>(runtime, device_of_tower, max_count);
+}
+
+}  // namespace towers
