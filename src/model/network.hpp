@@ -14,6 +14,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
@@ -28,10 +30,12 @@ class Network {
  public:
   /// Allocates all activations for `batch_size` on `device`; throws OutOfMemory.
   Network(Device& device, int batch_size);
+  /// Frees the buffers; synchronize the streams that used them first.
   ~Network();
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
 
+  /// The number of images every pass of this Network takes.
   int batch_size() const;
 
   /// Enqueues the forward pass and the loss (tower_loss): logits, mean cross-entropy,
@@ -53,6 +57,15 @@ class Network {
   const float* logits() const;
   /// Device pointer to one float: the number of correct predictions of the last predict().
   const float* correct_count() const;
+
+  /// Device pointer to one activation of the last forward pass, for tests and debugging:
+  /// "conv1" [batch, 24, 24, 64], "pool1", "norm1", "conv2", "norm2" [batch, 12, 12, 64],
+  /// "pool2" [batch, 6, 6, 64], "local3" [batch, 384], "local4" [batch, 192], "logits"
+  /// [batch, 10]; NHWC, after ReLU where the layer has one. Throws std::out_of_range
+  /// for other names.
+  const float* activation(const std::string& name) const;
+  /// The names activation() accepts, in forward order.
+  static const std::vector<std::string>& activation_names();
 
  private:
   struct Impl;

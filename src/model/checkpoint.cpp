@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: MIT
+// Checkpoint files: write them atomically, read them back only when every check passes.
+//
+// Layout (all integers little-endian):
+//   "TOWERSCK"                     8 bytes magic
+//   u32 version                    kFormatVersion
+//   i64 global_step
+//   u64 parameter count            kNumParameters
+//   u32 variables, then per variable: u32 name length, name bytes, u32 rank, rank x u32 dims
+//   params            [count] float32
+//   moving averages   [count] float32
+//   u64 FNV-1a 64 of every byte above
+#include "model/checkpoint.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <unistd.h>
+
+#include "model/parameters.hpp"
+#include "runtime/backend.hpp"
+
+namespace towers::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'S', 'C', 'K'};
+constexpr std::uint32_t kFormatVersion = 1;
+
+std::uint64_t fnv1a64(const std::string& bytes) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+// Appends `value` as `bytes` little-endian bytes, whatever the machine's byte order.
+void put(std::string& out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+void put_floats(std::string& out, const std::vector<float>& values) {
+  for (float f : values) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    put(out, bits, 4);
+  }
+}
+
+// Reads the file front to back; every read past the end is a "truncated" error.
+class Reader {
+ public:
+  Reader(const std::string& bytes, const fs::path& file) : bytes_(bytes), file_(file) {}
+
+  std::uint64_t get(int bytes) {
+    need(bytes);
+    std::uint64_t value = 0;
+    for (int i = 0; i < bytes; ++i) {
+      value |= static_cast<std::uint64_t>(static_cast<unsigned char>(bytes_[pos_ + i])) << (8 * i);
+    }
+    pos_ += bytes;
+    return value;
+  }
+  std::string get_string(std::size_t length) {
+    need(length);
+    std::string s = bytes_.substr(pos_, length);
+    pos_ += length;
+    return s;
+  }
+  std::vector<float> get_floats(std::size_t count) {
+    need(count * 4);
+    std::vector<float> values(count);
+    for (float& f : values) {
+      const auto bits = static_cast<std::uint32_t>(get(4));
+      std::memcpy(&f, &bits, sizeof f);
+    }
+    return values;
+  }
+  std::size_t remaining() const { return bytes_.size() - pos_; }
+  [[noreturn]] void fail(const std::string& reason) const {
+    throw UsageError("cannot load checkpoint " + file_.string() + ": " + reason);
+  }
+
+ private:
+  void need(std::size_t bytes) const {
+    if (bytes > bytes_.size() - pos_) fail("file is truncated");
+  }
+  const std::string& bytes_;
+  const fs::path& file_;
+  std::size_t pos_ = 0;
+};
+
+std::string shape_text(const std::vector<int>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+}  // namespace
+
+fs::path save_checkpoint(const fs::path& dir, const TrainingState& state) {
+  const fs::path file = dir / ("model.ckpt-" + std::to_string(state.global_step));
+  if (state.params.size() != kNumParameters || state.moving_averages.size() != kNumParameters) {
+    throw UsageError("cannot save checkpoint " + file.string() + ": expected " +
+                     std::to_string(kNumParameters) + " parameters and moving averages, got " +
+                     std::to_string(state.params.size()) + " and " +
+                     std::to_string(state.moving_averages.size()));
+  }
+  std::string bytes(kMagic, sizeof kMagic);
+  put(bytes, kFormatVersion, 4);
+  put(bytes, static_cast<std::uint64_t>(state.global_step), 8);
+  put(bytes, kNumParameters, 8);
+  put(bytes, parameter_layout().size(), 4);
+  for (const ParameterView& view : parameter_layout()) {
+    put(bytes, view.name.size(), 4);
+    bytes += view.name;
+    put(bytes, view.shape.size(), 4);
+    for (int d : view.shape) put(bytes, static_cast<std::uint32_t>(d), 4);
+  }
+  put_floats(bytes, state.params);
+  put_floats(bytes, state.moving_averages);
+  put(bytes, fnv1a64(bytes), 8);
+
+  // Write a temporary file next to the target, then rename it over the target: rename
+  // within a folder is atomic, so readers see the old file or the whole new one.
+  const fs::path tmp = dir / (file.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (out) out.flush();
+    if (!out) {
+      const std::string reason = std::strerror(errno);
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw UsageError("cannot save checkpoint " + file.string() + ": writing " + tmp.string() +
+                       " failed (" + reason + "); check that the folder exists and is writable");
+    }
+  }
+  std::error_code error;
+  fs::rename(tmp, file, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw UsageError("cannot save checkpoint " + file.string() + ": " + error.message());
+  }
+  return file;
+}
+
+TrainingState load_checkpoint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw UsageError("cannot load checkpoint " + file.string() + ": cannot open it (" +
+                     std::strerror(errno) + ")");
+  }
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Reader r(bytes, file);
+  if (r.get_string(sizeof kMagic) != std::string(kMagic, sizeof kMagic)) {
+    r.fail("not a towers checkpoint (wrong magic)");
+  }
+  const auto version = static_cast<std::uint32_t>(r.get(4));
+  if (version != kFormatVersion) {
+    r.fail("format version " + std::to_string(version) + ", this program reads version " +
+           std::to_string(kFormatVersion));
+  }
+  // Check the sum before trusting any size in the header.
+  if (bytes.size() < sizeof kMagic + 4 + 8) r.fail("file is truncated");
+  const std::string body = bytes.substr(0, bytes.size() - 8);
+  const std::string sum = bytes.substr(bytes.size() - 8);
+  if (Reader(sum, file).get(8) != fnv1a64(body)) {
+    r.fail("checksum mismatch: the file is corrupt or truncated");
+  }
+
+  TrainingState state;
+  state.global_step = static_cast<std::int64_t>(r.get(8));
+  const std::uint64_t count = r.get(8);
+  if (count != kNumParameters) {
+    r.fail("it holds " + std::to_string(count) + " parameters, this model has " +
+           std::to_string(kNumParameters));
+  }
+  const std::vector<ParameterView>& layout = parameter_layout();
+  const auto variables = r.get(4);
+  if (variables != layout.size()) {
+    r.fail("it holds " + std::to_string(variables) + " variables, this model has " +
+           std::to_string(layout.size()));
+  }
+  for (const ParameterView& view : layout) {
+    const std::string name = r.get_string(r.get(4));
+    std::vector<int> shape(r.get(4));
+    for (int& d : shape) d = static_cast<int>(r.get(4));
+    if (name != view.name || shape != view.shape) {
+      r.fail("variable " + name + " " + shape_text(shape) + " does not match this model's " +
+             view.name + " " + shape_text(view.shape));
+    }
+  }
+  state.params = r.get_floats(kNumParameters);
+  state.moving_averages = r.get_floats(kNumParameters);
+  if (r.remaining() != 8) r.fail("unexpected bytes after the moving averages");
+  return state;
+}
+
+std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return std::nullopt;
+  static const std::regex pattern("model\\.ckpt-([0-9]{1,18})");
+  std::optional<fs::path> best;
+  long long best_step = -1;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || !std::regex_match(name, match, pattern)) continue;
+    const long long step = std::stoll(match[1].str());
+    if (step > best_step) best_step = step, best = entry.path();
+  }
+  return best;
+}
+
+}  // namespace towers::model

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+// Network: cifar10.py's inference() and loss() forward, and their gradients backward,
+// composed from ops.hpp. Each layer is a few op calls; each call only enqueues.
+//
+// Shapes (B = batch size): images [B, 24, 24, 3] -> conv1 [B, 24, 24, 64] -> pool1
+// [B, 12, 12, 64] -> norm1 -> conv2 -> norm2 (all [B, 12, 12, 64]) -> pool2 [B, 6, 6, 64]
+// = [B, 2304] -> local3 [B, 384] -> local4 [B, 192] -> logits [B, 10].
+#include "model/network.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "model/network_impl.hpp"
+#include "model/ops.hpp"
+#include "model/parameters.hpp"
+
+namespace towers::model {
+namespace {
+
+// Device memory for `count` values of T.
+template <typename T>
+Buffer allocate(Device& device, std::size_t count) {
+  return device.allocate(std::max<std::size_t>(count, 1) * sizeof(T));
+}
+
+}  // namespace
+
+Network::Impl::Impl(Device& device, int batch) : batch_size(batch) {
+  const auto b = static_cast<std::size_t>(batch);
+  auto floats = [&](std::size_t n) { return allocate<float>(device, n); };
+  col1 = floats(b * 24 * 24 * math::im2col_columns(kKernel, 3));
+  conv1 = floats(b * 24 * 24 * 64);
+  pool1 = floats(b * 12 * 12 * 64);
+  pool1_argmax = allocate<int>(device, b * 12 * 12 * 64);
+  norm1 = floats(b * 12 * 12 * 64);
+  norm1_scale = floats(b * 12 * 12 * 64);
+  col2 = floats(b * 12 * 12 * math::im2col_columns(kKernel, 64));
+  conv2 = floats(b * 12 * 12 * 64);
+  norm2 = floats(b * 12 * 12 * 64);
+  norm2_scale = floats(b * 12 * 12 * 64);
+  pool2 = floats(b * 6 * 6 * 64);
+  pool2_argmax = allocate<int>(device, b * 6 * 6 * 64);
+  local3 = floats(b * 384);
+  local4 = floats(b * 192);
+  logits = floats(b * kClasses);
+  example_loss = floats(b);
+  dlogits = floats(b * kClasses);
+  losses = floats(kLossCount);
+  scratch = floats(1);
+  correct = floats(b);
+  correct_count = floats(1);
+  grad_a = floats(b * 24 * 24 * 64);  // the largest gradient, dconv1
+  grad_b = floats(b * 24 * 24 * 64);
+  ones = floats(b * 24 * 24);  // rows of the largest bias gradient (conv1)
+
+  // The ones vector never changes: fill it once, here, and wait, so that every stream
+  // that later uses this Network sees it filled.
+  std::unique_ptr<Stream> stream = device.create_stream();
+  ops::fill(*stream, static_cast<int>(b * 24 * 24), 1.0f, ones.as<float>());
+  stream->synchronize();
+}
+
+void Network::Impl::conv_forward(Stream& s, const float* x, Nhwc shape, const float* w,
+                                 const float* bias, int out_channels, float* col, float* y) {
+  const int columns = math::im2col_columns(kKernel, shape.channels);
+  ops::im2col(s, x, shape, kKernel, col);  // col: [pixels, 5 * 5 * in]
+  // y[pixels, out] = col[pixels, 5*5*in] x w[5*5*in, out]
+  ops::gemm(s, false, false, shape.pixels(), out_channels, columns, 1.0f, col, columns, w,
+            out_channels, 0.0f, y, out_channels);
+  ops::bias_add(s, shape.pixels(), out_channels, bias, y);
+  ops::relu_forward(s, shape.pixels() * out_channels, y, y);
+}
+
+void Network::Impl::dense_forward(Stream& s, const float* x, int in, const float* w,
+                                  const float* bias, int out, bool relu, float* y) {
+  // y[B, out] = x[B, in] x w[in, out] + bias
+  ops::gemm(s, false, false, batch_size, out, in, 1.0f, x, in, w, out, 0.0f, y, out);
+  ops::bias_add(s, batch_size, out, bias, y);
+  if (relu) ops::relu_forward(s, batch_size * out, y, y);
+}
+
+void Network::Impl::inference(Stream& s, const float* params, const float* images) {
+  auto p = [params](const char* name) { return params + parameter(name).offset; };
+  const int b = batch_size;
+  const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
+  conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
+               conv1.as<float>());
+  // Block 1: pool, then normalize.
+  ops::max_pool_forward(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
+                        pool1_argmax.as<int>());
+  ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
+                   norm1_scale.as<float>());
+  conv_forward(s, norm1.as<float>(), in2, p("conv2/weights"), p("conv2/biases"), 64,
+               col2.as<float>(), conv2.as<float>());
+  // Block 2: normalize, then pool.
+  ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
+                   norm2_scale.as<float>());
+  ops::max_pool_forward(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
+  // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
+  dense_forward(s, pool2.as<float>(), kFlat, p("local3/weights"), p("local3/biases"), 384, true,
+                local3.as<float>());
+  dense_forward(s, local3.as<float>(), 384, p("local4/weights"), p("local4/biases"), 192, true,
+                local4.as<float>());
+  dense_forward(s, local4.as<float>(), 192, p("softmax_linear/weights"),
+                p("softmax_linear/biases"), kClasses, false, logits.as<float>());
+}
+
+void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
+  float* l = losses.as<float>();
+  // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
+  // also leaves dlogits, the gradient of that mean, for the backward pass.
+  ops::softmax_cross_entropy(s, batch_size, kClasses, logits.as<float>(), labels,
+                             example_loss.as<float>(), dlogits.as<float>());
+  ops::dot(s, batch_size, example_loss.as<float>(), ones.as<float>(), l + kCrossEntropy);
+  ops::scal(s, 1, 1.0f / static_cast<float>(batch_size), l + kCrossEntropy);
+  // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss).
+  ops::fill(s, 1, 0.0f, l + kWeightDecay);
+  for (const ParameterView& view : parameter_layout()) {
+    if (view.weight_decay == 0.0f) continue;
+    const float* w = params + view.offset;
+    ops::dot(s, static_cast<int>(view.count), w, w, scratch.as<float>());
+    ops::axpy(s, 1, view.weight_decay / 2.0f, scratch.as<float>(), l + kWeightDecay);
+  }
+  // total = cross-entropy + weight decay, left on the device.
+  s.copy(l + kTotalLoss, l + kCrossEntropy, sizeof(float), "copy_loss");
+  ops::axpy(s, 1, 1.0f, l + kWeightDecay, l + kTotalLoss);
+}
+
+// ---- Network: the public face, forwarding to Impl ----
+
+Network::Network(Device& device, int batch_size) {
+  if (batch_size <= 0) throw std::invalid_argument("Network: batch_size must be positive");
+  impl_ = std::make_unique<Impl>(device, batch_size);
+}
+
+Network::~Network() = default;
+
+int Network::batch_size() const { return impl_->batch_size; }
+
+void Network::forward(Stream& stream, const float* params, const float* images,
+                      const int* labels) {
+  impl_->inference(stream, params, images);
+  impl_->loss(stream, params, labels);
+}
+
+void Network::forward_backward(Stream& stream, const float* params, const float* images,
+                               const int* labels, float* grads) {
+  forward(stream, params, images, labels);
+  impl_->backward(stream, params, grads);
+}
+
+void Network::predict(Stream& stream, const float* params, const float* images,
+                      const int* labels) {
+  impl_->inference(stream, params, images);
+  ops::top1_correct(stream, impl_->batch_size, kClasses, impl_->logits.as<float>(), labels,
+                    impl_->correct.as<float>());
+  ops::dot(stream, impl_->batch_size, impl_->correct.as<float>(), impl_->ones.as<float>(),
+           impl_->correct_count.as<float>());
+}
+
+const float* Network::losses() const { return impl_->losses.as<float>(); }
+const float* Network::logits() const { return impl_->logits.as<float>(); }
+const float* Network::correct_count() const { return impl_->correct_count.as<float>(); }
+
+const std::vector<std::string>& Network::activation_names() {
+  static const std::vector<std::string> names = {"conv1", "pool1", "norm1",  "conv2", "norm2",
+                                                 "pool2", "local3", "local4", "logits"};
+  return names;
+}
+
+const float* Network::activation(const std::string& name) const {
+  const Impl& m = *impl_;
+  const Buffer* buffers[] = {&m.conv1, &m.pool1, &m.norm1,  &m.conv2, &m.norm2,
+                             &m.pool2, &m.local3, &m.local4, &m.logits};
+  const std::vector<std::string>& names = activation_names();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return buffers[i]->as<float>();
+  }
+  throw std::out_of_range("Network has no activation named '" + name + "'");
+}
+
+}  // namespace towers::model

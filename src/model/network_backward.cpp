@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Network::Impl::backward: the gradient of the total loss with respect to every variable,
+// layer by layer from the logits down to conv1, as tf.gradients would compute it.
+//
+// Activation gradients alternate between grad_a and grad_b (B = batch size):
+//   dlogits [B, 10] -> dlocal4 [B, 192] (a) -> dlocal3 [B, 384] (b) -> dpool2 [B, 2304] (a)
+//   -> dnorm2 (b) -> dconv2 (a) -> dcol2 [B * 144, 1600] (col2) -> dnorm1 (b) -> dpool1 (a)
+//   -> dconv1 [B, 24, 24, 64] (b).
+// No gradient is taken for the images.
+#include "model/network_impl.hpp"
+#include "model/parameters.hpp"
+
+namespace towers::model {
+
+void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const float* x,
+                                    const float* w, const float* dy, float* dw, float* db,
+                                    float* dx) {
+  // dw[in, out] = x[rows, in]^T dy[rows, out]
+  ops::gemm(s, true, false, in, out, rows, 1.0f, x, in, dy, out, 0.0f, dw, out);
+  // db[out] = dy[rows, out]^T ones[rows]: the bias gradient is a column sum.
+  ops::gemv(s, true, rows, out, 1.0f, dy, out, ones.as<float>(), 0.0f, db);
+  // dx[rows, in] = dy[rows, out] w[in, out]^T
+  if (dx != nullptr) ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+}
+
+void Network::Impl::backward(Stream& s, const float* params, float* grads) {
+  // A variable's values and its gradient, by TF name.
+  auto p = [params](const char* name) { return params + parameter(name).offset; };
+  auto g = [grads](const char* name) { return grads + parameter(name).offset; };
+
+  const int b = batch_size;
+  float* ga = grad_a.as<float>();
+  float* gb = grad_b.as<float>();
+
+  // softmax_linear: logits = local4 w + b, no ReLU.
+  linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"), dlogits.as<float>(),
+                  g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
+  // local4 = relu(local3 w + b)
+  ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
+  linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
+                  g("local4/weights"), g("local4/biases"), gb);
+  // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
+  ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
+  linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
+                  g("local3/weights"), g("local3/biases"), ga);
+
+  // Weight decay adds wd * w to each decayed weight's gradient (d/dw of wd * w^2 / 2).
+  for (const ParameterView& view : parameter_layout()) {
+    if (view.weight_decay == 0.0f) continue;
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
+              grads + view.offset);
+  }
+
+  // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
+  const Nhwc shape2{b, 12, 12, 64};
+  ops::max_pool_backward(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
+  ops::lrn_backward(s, shape2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
+                    norm2_scale.as<float>(), gb, ga);                  // dconv2
+  ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
+  // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites col2,
+  // which is no longer needed once dw2 has been computed (the stream keeps that order).
+  const int columns2 = math::im2col_columns(kKernel, 64);
+  linear_backward(s, shape2.pixels(), columns2, 64, col2.as<float>(), p("conv2/weights"), ga,
+                  g("conv2/weights"), g("conv2/biases"), col2.as<float>());
+  ops::col2im(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
+
+  // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
+  ops::lrn_backward(s, shape2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
+                    norm1_scale.as<float>(), gb, ga);  // dpool1
+  const Nhwc shape1{b, 24, 24, 64};
+  ops::max_pool_backward(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
+  ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
+  linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
+                  p("conv1/weights"), gb,
+                  g("conv1/weights"), g("conv1/biases"), nullptr);
+}
+
+}  // namespace towers::model
