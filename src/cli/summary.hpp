@@ -24,6 +24,7 @@ class Summary {
   Summary& add(const std::string& key, double value, int decimals = 3);
   /// Adds key=value for an integer.
   Summary& add(const std::string& key, long long value);
+  /// Adds key=value for an int (so that `add("k", 4)` is not ambiguous).
   Summary& add(const std::string& key, int value) { return add(key, static_cast<long long>(value)); }
   /// "summary: k=v k=v".
   std::string line() const;

@@ -22,6 +22,7 @@ class Device {
  public:
   virtual ~Device() = default;
 
+  /// Which backend made this device.
   virtual Backend backend() const = 0;
   /// 0..device_count-1 within its Runtime.
   virtual int index() const = 0;

@@ -16,14 +16,19 @@ namespace towers {
 /// Owns `bytes` bytes on one device (or pinned host memory). Introduced in chapter 0.
 class Buffer {
  public:
+  /// Frees the memory (cudaFree, cudaFreeHost, or the host backend's free).
   using Deleter = std::function<void(void*)>;
 
+  /// An empty buffer: no memory, data() is null.
   Buffer() = default;
+  /// Takes ownership of `bytes` bytes at `data`, to be freed by `deleter`.
   Buffer(void* data, std::size_t bytes, Deleter deleter)
       : data_(data), bytes_(bytes), deleter_(std::move(deleter)) {}
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
+  /// Takes `other`'s memory; `other` becomes empty.
   Buffer(Buffer&& other) noexcept { swap(other); }
+  /// Frees this buffer's memory, then takes `other`'s; `other` becomes empty.
   Buffer& operator=(Buffer&& other) noexcept {
     Buffer(std::move(other)).swap(*this);
     return *this;
@@ -39,7 +44,9 @@ class Buffer {
   T* as() const {
     return static_cast<T*>(data_);
   }
+  /// Size in bytes (0 when empty).
   std::size_t bytes() const { return bytes_; }
+  /// True when the buffer owns no memory.
   bool empty() const { return data_ == nullptr; }
 
  private:

@@ -18,7 +18,7 @@ class Trace;
 
 /// How many devices of which backend a program wants (`--backend`, `--devices`).
 struct RuntimeOptions {
-  BackendChoice backend = BackendChoice::kAuto;
+  BackendChoice backend = BackendChoice::kAuto;  ///< `--backend auto|cuda|host`
   /// host: how many simulated devices; cuda: use the first N GPUs.
   /// Unset means the default: kDefaultHostDevices simulated devices, or every GPU.
   std::optional<int> devices;
@@ -34,14 +34,19 @@ class Runtime {
   /// zero or below, or more CUDA devices than exist, with what to do instead.
   static std::unique_ptr<Runtime> create(const RuntimeOptions& options);
 
+  /// Takes the devices of `backend` and the trace their streams write to (create() calls
+  /// this; tests use it to build a runtime by hand).
   Runtime(Backend backend, std::vector<std::unique_ptr<Device>> devices,
           std::shared_ptr<Trace> trace);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
+  /// The backend every device of this runtime belongs to.
   Backend backend() const { return backend_; }
+  /// Number of devices (GPUs, or simulated devices).
   int device_count() const { return static_cast<int>(devices_.size()); }
+  /// Device `index` (0..device_count()-1); throws std::out_of_range otherwise.
   Device& device(int index) { return *devices_.at(index); }
   /// Where every stream of this runtime records its ops (when enabled).
   Trace& trace() { return *trace_; }

@@ -43,6 +43,7 @@ class Stream {
 
   /// Tags later ops with a tower (for traces and their analysis); -1 means "no tower".
   void set_tower(int tower) { tower_ = tower; }
+  /// The tower later ops are tagged with; -1: none.
   int tower() const { return tower_; }
 
   /// Enqueues one op named `name`. The host backend queues `host` for this stream's
@@ -71,7 +72,7 @@ class Stream {
   virtual void synchronize() = 0;
 
  protected:
-  int tower_ = -1;
+  int tower_ = -1;  ///< see set_tower()
 };
 
 }  // namespace towers

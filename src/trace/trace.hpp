@@ -22,13 +22,13 @@ namespace towers {
 
 /// One span of work. device and stream are -1 for host-side spans. Introduced in chapter 0.
 struct TraceEvent {
-  int device = -1;
-  int stream = -1;
+  int device = -1;  ///< device index; -1 for host-side spans
+  int stream = -1;  ///< stream index within the device; -1 for host-side spans
   int tower = -1;  ///< -1: work that belongs to no tower (e.g. the gradient average)
-  int step = -1;
-  std::string name;
-  double start_us = 0;
-  double end_us = 0;
+  int step = -1;         ///< global_step the op belongs to; -1: none
+  std::string name;      ///< op name: "busy", "copy", "conv1", "enqueue", ...
+  double start_us = 0;   ///< start, microseconds since the trace's epoch
+  double end_us = 0;     ///< end, microseconds since the trace's epoch
 };
 
 /// Collects TraceEvents from every stream of a runtime.
@@ -38,10 +38,12 @@ class Trace {
 
   /// Turns recording on or off for ops enqueued from now on.
   void set_enabled(bool enabled) { enabled_.store(enabled, std::memory_order_relaxed); }
+  /// Whether ops enqueued now are recorded.
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
 
   /// The training step that ops enqueued from now on belong to (global_step).
   void set_step(int step) { step_.store(step, std::memory_order_relaxed); }
+  /// The current step (global_step); -1 before set_step().
   int step() const { return step_.load(std::memory_order_relaxed); }
 
   /// Microseconds since this trace was made, on the steady clock.

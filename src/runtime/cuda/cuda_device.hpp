@@ -51,6 +51,7 @@ class CudaDevice final : public Device {
 /// A CUDA event, made on one device; record it on a stream of that device.
 class CudaEvent final : public Event {
  public:
+  /// A timing-enabled event on CUDA device `ordinal`.
   explicit CudaEvent(int ordinal);
   ~CudaEvent() override;
   bool query() override;

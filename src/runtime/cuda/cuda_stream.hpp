@@ -13,6 +13,7 @@ namespace towers {
 /// A stream of the cuda backend. The destructor waits for its work, then destroys it.
 class CudaStream final : public Stream {
  public:
+  /// Stream `index` of `device` (cudaStreamNonBlocking); ops are traced into `trace`.
   CudaStream(CudaDevice& device, int index, Trace& trace);
   ~CudaStream() override;
 

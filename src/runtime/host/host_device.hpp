@@ -25,6 +25,7 @@ inline constexpr std::size_t kHostDeviceMemoryBytes = std::size_t{4} << 30;
 /// A simulated device of the host backend.
 class HostDevice final : public Device {
  public:
+  /// Simulated device `index`, with `capacity_bytes` of memory, tracing into `trace`.
   HostDevice(int index, Trace& trace, std::size_t capacity_bytes = kHostDeviceMemoryBytes);
   ~HostDevice() override;
 
@@ -42,6 +43,7 @@ class HostDevice final : public Device {
 
   /// Called by HostStream's constructor and destructor.
   void register_stream(HostStream* stream);
+  /// Called by HostStream's destructor.
   void unregister_stream(HostStream* stream);
 
  private:

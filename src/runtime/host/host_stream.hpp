@@ -27,6 +27,7 @@ class HostDevice;
 /// A stream of the host backend. Enqueue from one host thread at a time.
 class HostStream final : public Stream {
  public:
+  /// Stream `index` of `device`; starts its worker thread. Ops are traced into `trace`.
   HostStream(HostDevice& device, int index, Trace& trace);
   ~HostStream() override;
 
