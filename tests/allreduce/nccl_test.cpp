@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// The all-reduce on real GPUs: the ring and NCCL against the same exact oracle, and NCCL's
+// refusal of two ranks on one GPU. Skipped, out loud, without a GPU.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "parallel/allreduce.hpp"
+#include "trace/trace.hpp"
+#include "tower_buffers.hpp"
+
+namespace towers {
+namespace {
+
+using testing::expected_mean;
+using testing::round_robin;
+using testing::TowerBuffers;
+
+#define TOWERS_NEED_GPU()                                                         \
+  if (cuda_device_count() == 0) {                                                 \
+    GTEST_SKIP() << "needs a CUDA device, found 0";                               \
+  }
+
+std::unique_ptr<Runtime> cuda_runtime() {
+  return Runtime::create({BackendChoice::kCuda, cuda_device_count()});
+}
+
+// The most GPUs we can give one rank each with a power-of-two count, so ncclAvg's
+// multiply by 1/n is exact and NCCL must match the ring bit for bit.
+int power_of_two_gpus() {
+  int n = 1;
+  while (2 * n <= cuda_device_count()) n *= 2;
+  return n;
+}
+
+void expect_all_equal(const std::vector<std::vector<float>>& got,
+                      const std::vector<float>& expected, const std::string& what) {
+  for (std::size_t t = 0; t < got.size(); ++t) {
+    for (std::size_t e = 0; e < expected.size(); ++e) {
+      ASSERT_EQ(got[t][e], expected[e]) << what << ": tower " << t << ", element " << e;
+    }
+  }
+}
+
+TEST(CudaRing, EqualsTheExactMeanWithTowersSharingGpus) {
+  TOWERS_NEED_GPU();
+  auto rt = cuda_runtime();
+  for (int n : {2, 3, 4}) {
+    const auto placement = round_robin(n, rt->device_count());
+    const std::size_t count = 100'003;
+    auto ring = make_ring_allreduce(*rt, placement, count);
+    TowerBuffers towers(*rt, placement, count);
+    towers.upload();
+    ring->average(towers.buffers(), count, towers.streams());
+    ring->average(towers.buffers(), count, towers.streams());  // reuse, back to back
+    towers.upload(1);
+    ring->average(towers.buffers(), count, towers.streams());
+    expect_all_equal(towers.download(), expected_mean(n, count, 1), "ring n=" + std::to_string(n));
+  }
+}
+
+TEST(CudaNccl, EqualsTheRingAndTheExactMean) {
+  TOWERS_NEED_GPU();
+  auto rt = cuda_runtime();
+  const int n = power_of_two_gpus();  // 1 with one GPU: a single rank, still a real NCCL call
+  const auto placement = round_robin(n, n);
+  for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1'000'003}}) {
+    auto nccl = make_nccl_allreduce(*rt, placement);
+    EXPECT_EQ(nccl->name(), "nccl");
+    TowerBuffers by_nccl(*rt, placement, count);
+    by_nccl.upload();
+    rt->trace().set_enabled(true);
+    nccl->average(by_nccl.buffers(), count, by_nccl.streams());
+    const auto got = by_nccl.download();
+    rt->trace().set_enabled(false);
+    int spans = 0;
+    for (const TraceEvent& e : rt->trace().collect()) spans += e.name == "nccl allreduce";
+    rt->trace().clear();
+    EXPECT_EQ(spans, n) << "one traced nccl allreduce per tower";
+    expect_all_equal(got, expected_mean(n, count), "nccl n=" + std::to_string(n));
+
+    auto ring = make_ring_allreduce(*rt, placement, count);
+    TowerBuffers by_ring(*rt, placement, count);
+    by_ring.upload();
+    ring->average(by_ring.buffers(), count, by_ring.streams());
+    expect_all_equal(by_ring.download(), got[0], "ring vs nccl n=" + std::to_string(n));
+  }
+}
+
+TEST(CudaNccl, TwoTowersOnOneGpuAreRefusedWithAHint) {
+  TOWERS_NEED_GPU();
+  auto rt = cuda_runtime();
+  try {
+    make_nccl_allreduce(*rt, std::vector<int>{0, 0});
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("one rank per GPU"), std::string::npos) << message;
+    EXPECT_NE(message.find("ring"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace towers
