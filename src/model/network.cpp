@@ -63,7 +63,7 @@ Network::Impl::Impl(Device& device, int batch) : batch_size(batch) {
 void Network::Impl::conv_forward(Stream& s, const float* x, Nhwc shape, const float* w,
                                  const float* bias, int out_channels, float* col, float* y) {
   const int columns = math::im2col_columns(kKernel, shape.channels);
-  ops::im2col(s, x, shape, kKernel, col);  // col: [pixels, 5 * 5 * in]
+  ops::im2col_fast(s, x, shape, kKernel, col);  // col: [pixels, 5 * 5 * in]
   // y[pixels, out] = col[pixels, 5*5*in] x w[5*5*in, out]
   ops::gemm(s, false, false, shape.pixels(), out_channels, columns, 1.0f, col, columns, w,
             out_channels, 0.0f, y, out_channels);
@@ -86,7 +86,7 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
                conv1.as<float>());
   // Block 1: pool, then normalize.
-  ops::max_pool_forward(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
+  ops::max_pool_forward_fast(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
                         pool1_argmax.as<int>());
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
                    norm1_scale.as<float>());
@@ -95,7 +95,7 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   // Block 2: normalize, then pool.
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
                    norm2_scale.as<float>());
-  ops::max_pool_forward(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
+  ops::max_pool_forward_fast(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
   // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
   dense_forward(s, pool2.as<float>(), kFlat, p("local3/weights"), p("local3/biases"), 384, true,
                 local3.as<float>());

@@ -53,7 +53,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
 
   // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
   const Nhwc shape2{b, 12, 12, 64};
-  ops::max_pool_backward(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
+  ops::max_pool_backward_fast(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
   ops::lrn_backward(s, shape2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
                     norm2_scale.as<float>(), gb, ga);                  // dconv2
   ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
@@ -62,13 +62,13 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   const int columns2 = math::im2col_columns(kKernel, 64);
   linear_backward(s, shape2.pixels(), columns2, 64, col2.as<float>(), p("conv2/weights"), ga,
                   g("conv2/weights"), g("conv2/biases"), col2.as<float>());
-  ops::col2im(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
+  ops::col2im_fast(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
 
   // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
   ops::lrn_backward(s, shape2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
                     norm1_scale.as<float>(), gb, ga);  // dpool1
   const Nhwc shape1{b, 24, 24, 64};
-  ops::max_pool_backward(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
+  ops::max_pool_backward_fast(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
   ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
   linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
                   p("conv1/weights"), gb,

@@ -10,6 +10,7 @@
 
 #include "model/network.hpp"
 #include "model/ops.hpp"
+#include "model/ops_fast_host.hpp"
 #include "runtime/memory.hpp"
 
 namespace towers::model {

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Host loops that move channel runs instead of single elements; the cuda halves are the
+// kernels of ops.cpp's twins. See ops_fast_host.hpp for why the results are identical.
+#include "model/ops_fast_host.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cuda/kernels.hpp"
+#include "kernels/math/conv.hpp"
+#include "kernels/math/pool.hpp"
+
+namespace towers::ops {
+namespace {
+
+using Ctx = CudaLaunchContext;
+
+// col[pixels, k*k*C]: row (n, oy, ox) holds, tap by tap (kh, kw), the C channels of input
+// pixel (oy + kh - k/2, ox + kw - k/2), or C zeros where that pixel is padding.
+void host_im2col(const float* x, Nhwc s, int k, float* col) {
+  const int c = s.channels;
+  const std::size_t run = static_cast<std::size_t>(c) * sizeof(float);
+  float* out = col;
+  for (int n = 0; n < s.batch; ++n) {
+    for (int oy = 0; oy < s.height; ++oy) {
+      for (int ox = 0; ox < s.width; ++ox) {
+        for (int kh = 0; kh < k; ++kh) {
+          const int iy = oy + kh - k / 2;
+          for (int kw = 0; kw < k; ++kw, out += c) {
+            const int ix = ox + kw - k / 2;
+            if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) {
+              std::memset(out, 0, run);  // all-zero bits are 0.0f
+            } else {
+              std::memcpy(out, x + s.offset(n, iy, ix, 0), run);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// dx pixel (n, iy, ix) = sum over taps (kh, kw) increasing of the dcol run that im2col
+// copied from it: row (n, iy - kh + k/2, ix - kw + k/2), tap (kh, kw).
+void host_col2im(const float* dcol, Nhwc s, int k, float* dx) {
+  const int c = s.channels;
+  const int columns = math::im2col_columns(k, c);
+  for (int n = 0; n < s.batch; ++n) {
+    for (int iy = 0; iy < s.height; ++iy) {
+      for (int ix = 0; ix < s.width; ++ix) {
+        float* sum = dx + s.offset(n, iy, ix, 0);
+        std::fill(sum, sum + c, 0.0f);
+        for (int kh = 0; kh < k; ++kh) {
+          const int oy = iy - kh + k / 2;
+          if (oy < 0 || oy >= s.height) continue;
+          for (int kw = 0; kw < k; ++kw) {
+            const int ox = ix - kw + k / 2;
+            if (ox < 0 || ox >= s.width) continue;
+            const std::size_t row = (static_cast<std::size_t>(n) * s.height + oy) * s.width + ox;
+            const float* from = dcol + row * columns + (kh * k + kw) * c;
+            for (int j = 0; j < c; ++j) sum[j] += from[j];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Output pixel (n, oy, ox) takes, channel by channel, the first largest real cell of its
+// window (rows y0.., columns x0.., row-major), with the input's flat index as argmax.
+void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax) {
+  const Nhwc out = math::max_pool_output_shape(in);
+  const int c = in.channels;
+  for (int n = 0; n < out.batch; ++n) {
+    for (int oy = 0; oy < out.height; ++oy) {
+      for (int ox = 0; ox < out.width; ++ox) {
+        float* best = y + out.offset(n, oy, ox, 0);
+        int* where = argmax + out.offset(n, oy, ox, 0);
+        const int y0 = oy * math::kPoolStride - math::pool_pad_before(in.height);
+        const int x0 = ox * math::kPoolStride - math::pool_pad_before(in.width);
+        bool first = true;
+        for (int iy = std::max(y0, 0); iy < std::min(y0 + math::kPoolWindow, in.height); ++iy) {
+          for (int ix = std::max(x0, 0); ix < std::min(x0 + math::kPoolWindow, in.width); ++ix) {
+            const int base = in.offset(n, iy, ix, 0);
+            if (first) {
+              for (int j = 0; j < c; ++j) best[j] = x[base + j], where[j] = base + j;
+              first = false;
+              continue;
+            }
+            // Selects instead of branches, so the compiler can vectorize the run.
+            for (int j = 0; j < c; ++j) {
+              const bool larger = x[base + j] > best[j];
+              best[j] = larger ? x[base + j] : best[j];
+              where[j] = larger ? base + j : where[j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void host_max_pool_backward(const float* dy, const int* argmax, Nhwc in, float* dx) {
+  std::fill(dx, dx + in.size(), 0.0f);
+  const int outputs = math::max_pool_output_shape(in).size();
+  for (int o = 0; o < outputs; ++o) dx[argmax[o]] += dy[o];
+}
+
+}  // namespace
+
+void im2col_fast(Stream& stream, const float* x, Nhwc s, int k, float* col) {
+  stream.launch(
+      "im2col", [=] { host_im2col(x, s, k, col); },
+      [=](const Ctx& c) { cuda::im2col(c, x, s, k, col); });
+}
+
+void col2im_fast(Stream& stream, const float* dcol, Nhwc s, int k, float* dx) {
+  stream.launch(
+      "col2im", [=] { host_col2im(dcol, s, k, dx); },
+      [=](const Ctx& c) { cuda::col2im(c, dcol, s, k, dx); });
+}
+
+void max_pool_forward_fast(Stream& stream, const float* x, Nhwc in, float* y, int* argmax) {
+  stream.launch(
+      "max_pool", [=] { host_max_pool_forward(x, in, y, argmax); },
+      [=](const Ctx& c) { cuda::max_pool_forward(c, x, in, y, argmax); });
+}
+
+void max_pool_backward_fast(Stream& stream, const float* dy, const int* argmax, Nhwc in,
+                            float* dx) {
+  stream.launch(
+      "max_pool_grad", [=] { host_max_pool_backward(dy, argmax, in, dx); },
+      [=](const Ctx& c) { cuda::max_pool_backward(c, dy, argmax, in, dx); });
+}
+
+}  // namespace towers::ops

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// ops_fast_host.hpp: each fast op gives exactly the bits of its ops.hpp twin, on the
+// model's shapes and on odd ones (non-square, 3 channels, kernel 3), on each backend.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "device_io.hpp"
+#include "kernels/math/conv.hpp"
+#include "kernels/math/pool.hpp"
+#include "model/ops.hpp"
+#include "model/ops_fast_host.hpp"
+
+namespace towers::ops {
+namespace {
+
+using model::testing::DeviceIo;
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+struct Case {
+  Nhwc shape;
+  int k;
+};
+
+class FastHostOps : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kCuda && cuda_device_count() == 0) {
+      GTEST_SKIP() << "needs a CUDA device, found 0";
+    }
+  }
+  const std::vector<Case> cases_ = {
+      {{2, 24, 24, 3}, 5}, {{2, 12, 12, 64}, 5}, {{3, 7, 5, 3}, 3}, {{1, 4, 9, 2}, 5}};
+};
+
+TEST_P(FastHostOps, Im2colAndCol2imMatchTheirTwinsBitForBit) {
+  DeviceIo io(GetParam());
+  for (const Case& c : cases_) {
+    const std::size_t cols = static_cast<std::size_t>(c.shape.pixels()) *
+                             math::im2col_columns(c.k, c.shape.channels);
+    const float* x = io.upload(random_values(c.shape.size(), 1));
+    float* col = io.upload(std::vector<float>(cols, -7.0f));
+    float* col_fast = io.upload(std::vector<float>(cols, 7.0f));
+    im2col(io.stream(), x, c.shape, c.k, col);
+    im2col_fast(io.stream(), x, c.shape, c.k, col_fast);
+    EXPECT_EQ(io.download(col, cols), io.download(col_fast, cols)) << "im2col k=" << c.k;
+
+    const float* dcol = io.upload(random_values(cols, 2));
+    float* dx = io.upload(std::vector<float>(c.shape.size(), -7.0f));
+    float* dx_fast = io.upload(std::vector<float>(c.shape.size(), 7.0f));
+    col2im(io.stream(), dcol, c.shape, c.k, dx);
+    col2im_fast(io.stream(), dcol, c.shape, c.k, dx_fast);
+    EXPECT_EQ(io.download(dx, c.shape.size()), io.download(dx_fast, c.shape.size()))
+        << "col2im k=" << c.k;
+  }
+}
+
+TEST_P(FastHostOps, MaxPoolMatchesItsTwinBitForBit) {
+  DeviceIo io(GetParam());
+  for (const Case& c : cases_) {
+    const Nhwc out = math::max_pool_output_shape(c.shape);
+    // Ties included: values rounded to a coarse grid so windows hold equal maxima.
+    std::vector<float> values = random_values(c.shape.size(), 3);
+    for (float& v : values) v = static_cast<float>(static_cast<int>(v * 4)) / 4;
+    const float* x = io.upload(values);
+    float* y = io.upload(std::vector<float>(out.size()));
+    int* argmax = io.upload(std::vector<int>(out.size()));
+    float* y_fast = io.upload(std::vector<float>(out.size()));
+    int* argmax_fast = io.upload(std::vector<int>(out.size()));
+    max_pool_forward(io.stream(), x, c.shape, y, argmax);
+    max_pool_forward_fast(io.stream(), x, c.shape, y_fast, argmax_fast);
+    EXPECT_EQ(io.download(y, out.size()), io.download(y_fast, out.size()));
+    EXPECT_EQ(io.download(argmax, out.size()), io.download(argmax_fast, out.size()));
+    const float* dy = io.upload(random_values(out.size(), 4));
+    float* dx = io.upload(std::vector<float>(c.shape.size(), -7.0f));
+    float* dx_fast = io.upload(std::vector<float>(c.shape.size(), 7.0f));
+    max_pool_backward(io.stream(), dy, argmax, c.shape, dx);
+    max_pool_backward_fast(io.stream(), dy, argmax, c.shape, dx_fast);
+    EXPECT_EQ(io.download(dx, c.shape.size()), io.download(dx_fast, c.shape.size()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FastHostOps, ::testing::Values(Backend::kHost, Backend::kCuda),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return std::string(to_string(info.param));
+                         });
+
+}  // namespace
+}  // namespace towers::ops
