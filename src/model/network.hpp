@@ -23,12 +23,19 @@
 namespace towers::model {
 
 /// Indices into the loss vector a Network writes on its device.
-enum LossIndex { kCrossEntropy = 0, kWeightDecay = 1, kTotalLoss = 2, kLossCount = 3 };
+enum LossIndex {
+  kCrossEntropy = 0,  ///< mean softmax cross-entropy over the batch
+  kWeightDecay = 1,   ///< sum over variables of wd * sum(w^2) / 2 (local3, local4)
+  kTotalLoss = 2,     ///< kCrossEntropy + kWeightDecay: the loss the tutorial logs
+  kLossCount = 3,     ///< number of entries in losses()
+};
 
 /// One tower's model: activations and workspace for `batch_size` images on `device`.
 class Network {
  public:
-  /// Allocates all activations for `batch_size` on `device`; throws OutOfMemory.
+  /// Allocates all activations for `batch_size` on `device`; throws OutOfMemory, or
+  /// std::invalid_argument for batch_size <= 0. Blocks until its constant buffers are
+  /// filled (on a stream of its own), so every stream may use it afterwards.
   Network(Device& device, int batch_size);
   /// Frees the buffers; synchronize the streams that used them first.
   ~Network();
@@ -47,7 +54,7 @@ class Network {
   void forward_backward(Stream& stream, const float* params, const float* images,
                         const int* labels, float* grads);
 
-  /// Enqueues the forward pass without labels and counts correct top-1 predictions
+  /// Enqueues the forward pass (no loss, no backward) and counts correct top-1 predictions
   /// (in_top_k, k = 1) into correct_count() (eval).
   void predict(Stream& stream, const float* params, const float* images, const int* labels);
 
