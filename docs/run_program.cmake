@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: MIT
+# Runs one program for the docs (cmake -P; see towers_docs_output in docs/CMakeLists.txt):
+#
+#   PROGRAM --backend host ARGS --trace-svg OUT_DIR/NAME.svg  >  OUT_DIR/NAME.txt
+#
+# and writes OUT_DIR/NAME.stamp, one key=value a line, saying where the output came from:
+# the command, the SHA-256 of the binary that ran, the git commit and the time. The pages
+# print the stamp under the output; tests/docs/check_fresh.cmake compares it with the
+# binary in build/bin and with the HTML, so a stale page fails `ctest -L docs`.
+foreach(var NAME PROGRAM OUT_DIR SOURCE_DIR BINARY_DIR)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "run_program.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+file(MAKE_DIRECTORY ${OUT_DIR})
+set(txt ${OUT_DIR}/${NAME}.txt)
+set(svg ${OUT_DIR}/${NAME}.svg)
+file(REMOVE ${txt} ${svg} ${OUT_DIR}/${NAME}.stamp)
+
+execute_process(
+  COMMAND ${PROGRAM} --backend host ${args} --trace-svg ${svg}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
+endif()
+if(NOT out MATCHES "summary: ")
+  message(FATAL_ERROR "docs: ${PROGRAM} printed no `summary:` line; every program ends with one")
+endif()
+if(NOT EXISTS ${svg})
+  message(FATAL_ERROR "docs: ${PROGRAM} wrote no SVG timeline to ${svg}")
+endif()
+# "trace: wrote /abs/path/NAME.svg": the page shows the file name, not this machine's path.
+string(REPLACE "${OUT_DIR}/" "" out "${out}")
+file(WRITE ${txt} "${out}")
+
+file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
+                OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
+                ERROR_QUIET RESULT_VARIABLE git_rc)
+if(NOT git_rc EQUAL 0 OR commit STREQUAL "")
+  set(commit "unknown (no git)")
+endif()
+string(TIMESTAMP now "%Y-%m-%d %H:%M:%S UTC" UTC)
+file(SHA256 ${PROGRAM} binary_sha)
+file(SHA256 ${txt} txt_sha)
+file(SHA256 ${svg} svg_sha)
+string(SUBSTRING ${txt_sha} 0 12 run_id)
+file(WRITE ${OUT_DIR}/${NAME}.stamp
+"name=${NAME}
+command=${shown_program} --backend host ${ARGS}
+program=${PROGRAM}
+program_sha256=${binary_sha}
+txt_sha256=${txt_sha}
+svg_sha256=${svg_sha}
+run_id=${run_id}
+commit=${commit}
+time=${now}
+")

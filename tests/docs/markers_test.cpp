@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+// The docs include code only between markers, so a marker that is lost, doubled or
+// ambiguous must fail a test before it fails (or silently shifts) a page.
+//
+// For every ```{literalinclude} in docs/**/*.md that uses :start-after:, :end-before:,
+// :start-at: or :end-at:, the marker text must occur exactly once in the file it names
+// (Sphinx takes the first match, so a second one would go unnoticed), every
+// `docs-begin: NAME` must have its `docs-end: NAME` after it, and no marker name may be
+// the prefix of another (`enqueue` would also match `enqueue-loop`).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// One marker option of one literalinclude.
+struct MarkerUse {
+  std::string page;    // docs/chapters/00_streams.md:14
+  fs::path file;       // the included file, resolved
+  std::string option;  // start-after, end-before, start-at, end-at
+  std::string text;    // the marker text, quotes removed
+};
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim_quotes(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  if (s.size() >= 2 && (s.front() == '"' || s.front() == '\'') && s.back() == s.front()) {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+/// Every marker option of every literalinclude in `markdown`. Paths are relative to the
+/// page's folder, or to `docs_root` when they start with '/', as Sphinx resolves them.
+std::vector<MarkerUse> marker_uses(const std::string& markdown, const std::string& page,
+                                   const fs::path& page_dir, const fs::path& docs_root) {
+  static const std::regex fence(R"(^\s*(`{3,}|~{3,})\{literalinclude\}\s+(\S+)\s*$)");
+  static const std::regex option(R"(^\s*:([a-z-]+):\s*(.*)$)");
+  std::vector<MarkerUse> uses;
+  std::istringstream in(markdown);
+  std::string line;
+  int line_number = 0;
+  fs::path file;
+  bool in_include = false;
+  while (std::getline(in, line)) {
+    ++line_number;
+    std::smatch m;
+    if (std::regex_match(line, m, fence)) {
+      const std::string path = m[2];
+      file = path.starts_with("/") ? docs_root / path.substr(1) : page_dir / path;
+      in_include = true;
+    } else if (in_include && std::regex_match(line, m, option)) {
+      const std::string key = m[1];
+      if (key == "start-after" || key == "end-before" || key == "start-at" || key == "end-at") {
+        uses.push_back({page + ":" + std::to_string(line_number),
+                        file.lexically_normal(), key, trim_quotes(m[2])});
+      }
+    } else {
+      in_include = false;  // the options end at the first other line
+    }
+  }
+  return uses;
+}
+
+/// Occurrences of `needle` in `haystack`, overlapping ones included.
+int count(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  for (auto at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+/// The NAMEs of every `docs-begin: NAME` / `docs-end: NAME` in `source`.
+std::set<std::string> marker_names(const std::string& source) {
+  static const std::regex marker(R"(docs-(?:begin|end):\s*(\S+))");
+  std::set<std::string> names;
+  for (std::sregex_iterator it(source.begin(), source.end(), marker), end; it != end; ++it) {
+    names.insert((*it)[1]);
+  }
+  return names;
+}
+
+/// Every problem with `uses`; empty when the markers are sound.
+std::vector<std::string> marker_problems(const std::vector<MarkerUse>& uses) {
+  std::vector<std::string> problems;
+  std::set<fs::path> files;
+  for (const auto& use : uses) {
+    if (!fs::is_regular_file(use.file)) {
+      problems.push_back(use.page + ": " + use.file.string() + " does not exist");
+      continue;
+    }
+    files.insert(use.file);
+    const int n = count(read(use.file), use.text);
+    if (n != 1) {
+      problems.push_back(use.page + ": :" + use.option + ": \"" + use.text + "\" occurs " +
+                         std::to_string(n) + " times in " + use.file.string() +
+                         " (must be exactly once)");
+    }
+  }
+  // Across every included file: begin before end, and no name the prefix of another.
+  std::map<std::string, fs::path> where;
+  for (const auto& file : files) {
+    const std::string source = read(file);
+    for (const auto& name : marker_names(source)) {
+      const auto begin = source.find("docs-begin: " + name);
+      const auto end = source.find("docs-end: " + name);
+      if (begin == std::string::npos || end == std::string::npos || end < begin) {
+        problems.push_back(file.string() + ": marker " + name +
+                           " needs `docs-begin: " + name + "` followed by `docs-end: " + name + "`");
+      }
+      where.emplace(name, file);
+    }
+  }
+  for (const auto& [a, file_a] : where) {
+    for (const auto& [b, file_b] : where) {
+      if (a != b && b.starts_with(a)) {
+        problems.push_back("marker name " + a + " (" + file_a.string() + ") is a prefix of " + b +
+                           " (" + file_b.string() + "); rename one");
+      }
+    }
+  }
+  return problems;
+}
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += "  " + l + "\n";
+  return out;
+}
+
+/// A scratch folder, removed at the end of the test.
+struct TempDir {
+  fs::path path = fs::temp_directory_path() /
+                  ("towers_docs_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                   "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+  void write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+  }
+};
+
+const std::string kSource =
+    "int main() {\n"
+    "  // docs-begin: loop\n"
+    "  for (;;) {}\n"
+    "  // docs-end: loop\n"
+    "}\n";
+
+std::string page_including(const std::string& begin, const std::string& end) {
+  return "# Page\n\n```{literalinclude} main.cpp\n:language: cpp\n:start-after: \"" + begin +
+         "\"\n:end-before: \"" + end + "\"\n:dedent:\n```\n";
+}
+
+// ---- The checker, on hand-made pages: it must be able to fail. ----
+
+TEST(DocsMarkers, CheckerAcceptsAMarkerThatOccursOnce) {
+  TempDir dir;
+  dir.write("main.cpp", kSource);
+  auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
+                          dir.path, dir.path);
+  ASSERT_EQ(uses.size(), 2u);
+  EXPECT_EQ(uses[0].text, "docs-begin: loop");
+  EXPECT_EQ(join(marker_problems(uses)), "");
+}
+
+TEST(DocsMarkers, CheckerRejectsAMissingMarker) {
+  TempDir dir;
+  dir.write("main.cpp", kSource);
+  auto uses = marker_uses(page_including("docs-begin: lop", "docs-end: loop"), "page.md",
+                          dir.path, dir.path);
+  auto problems = marker_problems(uses);
+  ASSERT_EQ(problems.size(), 1u) << join(problems);
+  EXPECT_NE(problems[0].find("occurs 0 times"), std::string::npos) << problems[0];
+}
+
+TEST(DocsMarkers, CheckerRejectsAMarkerNameThatIsAPrefixOfAnother) {
+  TempDir dir;
+  dir.write("main.cpp", kSource + "// docs-begin: loop-two\n// docs-end: loop-two\n");
+  auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
+                          dir.path, dir.path);
+  auto problems = join(marker_problems(uses));
+  EXPECT_NE(problems.find("occurs 2 times"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("loop (" ), std::string::npos) << problems;
+}
+
+TEST(DocsMarkers, CheckerRejectsAMissingFile) {
+  TempDir dir;
+  auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
+                          dir.path, dir.path);
+  auto problems = marker_problems(uses);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("does not exist"), std::string::npos) << problems[0];
+}
+
+// ---- The real pages. ----
+
+TEST(DocsMarkers, EveryIncludedMarkerOfTheDocsOccursExactlyOnce) {
+  const fs::path docs = fs::path(TOWERS_SOURCE_DIR) / "docs";
+  std::vector<MarkerUse> uses;
+  for (const auto& entry : fs::recursive_directory_iterator(docs)) {
+    if (entry.path().extension() != ".md" ||
+        entry.path().string().find("/_build/") != std::string::npos) {
+      continue;
+    }
+    auto page = marker_uses(read(entry.path()),
+                            fs::relative(entry.path(), TOWERS_SOURCE_DIR).string(),
+                            entry.path().parent_path(), docs);
+    uses.insert(uses.end(), page.begin(), page.end());
+  }
+  // Chapter 0's page includes its two loops; finding none would mean the parser broke.
+  ASSERT_GE(uses.size(), 4u) << "found too few literalinclude markers in " << docs;
+  auto problems = marker_problems(uses);
+  EXPECT_TRUE(problems.empty()) << "docs markers:\n" << join(problems);
+}
+
+}  // namespace
