@@ -19,12 +19,13 @@ namespace towers::model {
 
 /// What a checkpoint holds.
 struct TrainingState {
-  std::int64_t global_step = 0;        ///< steps taken; names the file model.ckpt-<step>
+  std::int64_t global_step = 0;        ///< steps taken; names the file model.ckpt-STEP
   std::vector<float> params;           ///< [kNumParameters]
   std::vector<float> moving_averages;  ///< [kNumParameters]
 };
 
-/// Writes `state` to dir/model.ckpt-<global_step> (atomically) and returns the path.
+/// Writes `state` to dir/model.ckpt-STEP, STEP being its global_step, atomically, and
+/// returns the path.
 /// Throws UsageError, naming the file and the reason, when `dir` is missing or not
 /// writable or the state does not hold kNumParameters values twice; an existing file of
 /// that name, and every other checkpoint, is then left as it was.
@@ -33,7 +34,7 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const Tr
 /// Reads and validates a checkpoint file; throws UsageError naming the file and problem.
 TrainingState load_checkpoint(const std::filesystem::path& file);
 
-/// The checkpoint with the highest step in `dir` (files named exactly model.ckpt-<step>;
+/// The checkpoint with the highest step in `dir` (files named exactly model.ckpt-STEP;
 /// temporary files of an interrupted save are ignored), or nullopt when there is none
 /// or `dir` does not exist. Does not open the files.
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& dir);
