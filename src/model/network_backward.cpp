@@ -33,7 +33,8 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   float* gb = grad_b.as<float>();
 
   // softmax_linear: logits = local4 w + b, no ReLU.
-  linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"), dlogits.as<float>(),
+  linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"),
+                  dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
   // local4 = relu(local3 w + b)
   ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);

@@ -139,7 +139,9 @@ TEST(Network, DISABLED_HostThroughputAtBatch128) {
     std::printf("BLAS threads %d: %.1f images/s (%.3f s/step)\n", threads,
                 kBatch * kSteps / seconds, seconds / kSteps);
     std::map<std::string, double> by_op;
-    for (const TraceEvent& e : io.runtime().trace().collect()) by_op[e.name] += e.end_us - e.start_us;
+    for (const TraceEvent& e : io.runtime().trace().collect()) {
+      by_op[e.name] += e.end_us - e.start_us;
+    }
     std::vector<std::pair<double, std::string>> sorted;
     for (const auto& [name, us] : by_op) sorted.emplace_back(us, name);
     std::sort(sorted.rbegin(), sorted.rend());
