@@ -14,7 +14,7 @@ namespace towers::data {
 
 TowerIterator::TowerIterator(const Dataset& data, const IteratorOptions& options, int tower,
                              Device& device, ThreadPool& pool)
-    : data_(data), options_(options), tower_(tower), pool_(pool) {
+    : data_(data), options_(options), tower_(tower), device_(device), pool_(pool) {
   check_sharding(data.size(), options.num_towers, options.batch_size);
   if (tower < 0 || tower >= options.num_towers) {
     throw std::out_of_range("tower " + std::to_string(tower) + " of " +
@@ -188,17 +188,21 @@ Batch TowerIterator::next() {
 
 void TowerIterator::release(const Batch& batch, Stream& compute_stream) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (batch.slot < 0 || static_cast<std::size_t>(batch.slot) >= slots_.size() ||
-      !slots_[static_cast<std::size_t>(batch.slot)].held ||
-      slots_[static_cast<std::size_t>(batch.slot)].device.as<const float>() != batch.images) {
+  const auto s = static_cast<std::size_t>(batch.slot);
+  Slot* slot = batch.slot >= 0 && s < slots_.size() ? &slots_[s] : nullptr;
+  if (slot == nullptr || !slot->held || slot->device.as<const float>() != batch.images) {
     throw std::logic_error("release(): tower " + std::to_string(tower_) +
                            "'s iterator did not hand out this batch, or already got it back");
   }
-  Slot& slot = slots_[static_cast<std::size_t>(batch.slot)];
+  if (&compute_stream.device() != &device_) {
+    throw std::invalid_argument("release(): tower " + std::to_string(tower_) +
+                                "'s batch lives on " + device_.name() + ", but the stream is on " +
+                                compute_stream.device().name());
+  }
   // Recorded before the slot is on the free list, so the producer's later wait on the
   // copy stream always sees this record.
-  compute_stream.record(*slot.consumed);
-  slot.held = false;
+  compute_stream.record(*slot->consumed);
+  slot->held = false;
   --held_;
   free_.push_back(batch.slot);
   free_cv_.notify_one();

@@ -121,8 +121,10 @@ class TowerIterator {
   Batch next();
 
   /// Returns `batch`'s slot. Records an event on `compute_stream`, which must already
-  /// hold every op that reads the batch; the slot is overwritten only after them.
-  /// Throws std::logic_error for a batch this iterator did not hand out or got back.
+  /// hold every op that reads the batch; the slot is overwritten only after them. The
+  /// stream must belong to the iterator's device (CUDA records an event only there).
+  /// Throws std::logic_error for a batch this iterator did not hand out or got back,
+  /// and std::invalid_argument for a stream of another device.
   void release(const Batch& batch, Stream& compute_stream);
 
   /// The tower this iterator feeds.
@@ -154,6 +156,7 @@ class TowerIterator {
   const Dataset& data_;
   const IteratorOptions options_;
   const int tower_;
+  Device& device_;
   ThreadPool& pool_;
   std::size_t batches_per_epoch_ = 0;
   std::size_t image_bytes_ = 0;  // B * 24 * 24 * 3 floats; labels follow

@@ -21,14 +21,15 @@ void check_sharding(std::size_t examples, int num_towers, int batch_size) {
   }
   if (examples < static_cast<std::size_t>(num_towers)) {
     throw UsageError(std::to_string(num_towers) + " towers cannot share " +
-                     std::to_string(examples) + " examples: some tower would get none. Use at most " +
-                     std::to_string(examples) + " towers, or a larger dataset.");
+                     std::to_string(examples) + " examples: some tower would get none. " +
+                     "Use at most " + std::to_string(examples) + " towers, or a larger dataset.");
   }
   const std::size_t shard = examples / static_cast<std::size_t>(num_towers);
   if (static_cast<std::size_t>(batch_size) > shard) {
-    throw UsageError("a batch of " + std::to_string(batch_size) + " is larger than a tower's shard: " +
-                     std::to_string(examples) + " examples over " + std::to_string(num_towers) +
-                     " towers give each " + std::to_string(shard) + ". Use a --batch-size of at most " +
+    throw UsageError("a batch of " + std::to_string(batch_size) +
+                     " is larger than a tower's shard: " + std::to_string(examples) +
+                     " examples over " + std::to_string(num_towers) + " towers give each " +
+                     std::to_string(shard) + ". Use a --batch-size of at most " +
                      std::to_string(shard) + ", or fewer towers.");
   }
 }

@@ -73,6 +73,45 @@ struct Towers {
   std::vector<std::unique_ptr<TowerIterator>> iterators;  // last: destroyed first
 };
 
+TEST(TowerIterator, FeedsATrainingLoopWhereEachTowerWaitsForItsOwnBatch) {
+  const Dataset train = random_dataset(96);
+  auto runtime = Runtime::create({BackendChoice::kHost, 2});
+  constexpr int num_gpus = 2, max_steps = 8;
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::int64_t> label_sums(num_gpus, 0), expected(num_gpus, 0);
+  // A stand-in for the model: one op that reads the batch's labels on the device.
+  auto tower_loss = [&](Stream& stream, int tower, const Batch& batch) {
+    for (std::size_t index : batch.indices) expected[tower] += train.labels[index];
+    const std::int32_t* labels = batch.labels;
+    const std::size_t n = batch.indices.size();
+    stream.launch("tower_loss", [&label_sums, tower, labels, n] {
+      for (std::size_t j = 0; j < n; ++j) label_sums[tower] += labels[j];
+    }, nullptr);
+  };
+  // docs-begin: tower-iterator-feed
+  ThreadPool pool(4);  // num_preprocess_threads, shared by the towers' producers
+  const IteratorOptions options{.num_towers = num_gpus, .batch_size = 8, .steps = max_steps};
+  std::vector<std::unique_ptr<TowerIterator>> inputs;
+  for (int i = 0; i < num_gpus; ++i) {
+    streams.push_back(runtime->device(i).create_stream());
+    inputs.push_back(std::make_unique<TowerIterator>(train, options, i, runtime->device(i), pool));
+  }
+  for (int step = 0; step < max_steps; ++step) {
+    for (int i = 0; i < num_gpus; ++i) {
+      const Batch batch = inputs[i]->next();   // blocks only if tower i's producer is behind
+      streams[i]->wait(*batch.ready);          // tower i waits for its own copy, nothing else
+      tower_loss(*streams[i], i, batch);       // enqueues the step that reads the batch
+      inputs[i]->release(batch, *streams[i]);  // its slot is refilled only after that step
+    }
+  }
+  // docs-end: tower-iterator-feed
+  for (int i = 0; i < num_gpus; ++i) {
+    streams[i]->synchronize();
+    EXPECT_EQ(label_sums[i], expected[i]) << "tower " << i << " read its own batches";
+    EXPECT_EQ(inputs[i]->epoch(), 1u) << "6 batches per epoch, 8 steps";
+  }
+}
+
 TEST(TowerIterator, EveryExampleOncePerEpochAcrossTowers) {
   const Dataset data = random_dataset(103);  // a prime: every shape leaves a tail
   for (int towers : {1, 2, 3, 4}) {
@@ -242,6 +281,8 @@ TEST(TowerIterator, EndsAfterItsStepsAndRefusesToHoldEverySlot) {
   EXPECT_THROW(iterator.next(), UsageError) << "both slots held: next() would wait forever";
   iterator.release(first, *run.streams[0]);
   EXPECT_THROW(iterator.release(first, *run.streams[0]), std::logic_error);
+  auto other_device = run.runtime->device(1).create_stream();
+  EXPECT_THROW(iterator.release(second, *other_device), std::invalid_argument);
   iterator.release(second, *run.streams[0]);
   for (int step = 2; step < 7; ++step) EXPECT_EQ(run.take(0).epoch, step < 5 ? 0u : 1u);
   EXPECT_THROW(iterator.next(), UsageError) << "made for 7 steps";
