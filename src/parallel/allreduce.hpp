@@ -34,6 +34,8 @@ namespace towers {
 /// Averages one flat float buffer per tower, in place. Introduced in chapter 4.
 class AllReduce {
  public:
+  /// Frees what the implementation set up (buffers, events, communicators). Destroy it
+  /// only after the streams it enqueued on have finished, as with cudaFree.
   virtual ~AllReduce();
 
   /// Enqueues averaging buffers[i][0..count) in place, tower i's work on streams[i];
