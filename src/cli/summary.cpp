@@ -25,6 +25,11 @@ Summary& Summary::add(const std::string& key, long long value) {
   return add(key, std::to_string(value));
 }
 
+Summary& Summary::append(const Summary& other) {
+  pairs_.insert(pairs_.end(), other.pairs_.begin(), other.pairs_.end());
+  return *this;
+}
+
 std::string Summary::line() const {
   std::string out = "summary:";
   for (const auto& [key, value] : pairs_) out += " " + key + "=" + value;

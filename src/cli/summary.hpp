@@ -26,6 +26,8 @@ class Summary {
   Summary& add(const std::string& key, long long value);
   /// Adds key=value for an int (so that `add("k", 4)` is not ambiguous).
   Summary& add(const std::string& key, int value) { return add(key, static_cast<long long>(value)); }
+  /// Adds every pair of `other`, after the current ones.
+  Summary& append(const Summary& other);
   /// "summary: k=v k=v".
   std::string line() const;
   /// Prints line() and a newline to stdout, flushing so it is never lost.

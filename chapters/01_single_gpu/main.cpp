@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// Chapter 1: one GPU — cifar10_train.py and cifar10_eval.py in C++.
+// The model every later chapter splits into towers: each step copies a distorted batch
+// to the device, runs forward and backward, applies SGD and updates the moving averages.
+// There are no towers yet, so nothing meets; the host waits once per step to log the loss.
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "model/checkpoint.hpp"
+#include "model/ops.hpp"
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/evaluate.hpp"
+#include "parallel/input_queue.hpp"
+#include "parallel/training.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 1: train the tutorial's CIFAR-10 model on one device, then evaluate."};
+  TrainingFlags flags;
+  int device_index = 0;
+  std::string checkpoint_dir;
+  bool resume = false, eval = false;
+  add_training_flags(app, flags, /*with_towers=*/false);
+  app.add_option("--device", device_index, "which device to train on")->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-dir", checkpoint_dir,
+                 "save model.ckpt-<step> here every 1000 steps and at the end");
+  app.add_flag("--resume", resume, "continue from the newest checkpoint in --checkpoint-dir");
+  app.add_flag("--eval", eval, "after training, print precision @ 1 on the test set "
+                               "(moving averages of the parameters, as cifar10_eval.py)");
+
+  return run_program(app, argc, argv, [&] {
+    if (resume && checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir.");
+    flags.runtime.devices = device_index + 1;
+    auto runtime = Runtime::create(flags.runtime);
+    Device& device = runtime->device(device_index);
+    // One device, one tower: let it use every core (later chapters give each device one).
+    ops::set_host_blas_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    runtime->trace().set_enabled(!flags.trace_files.json.empty() || !flags.trace_files.svg.empty());
+
+    data::Dataset train = load_training_set(flags.data_dir);
+    const int batch_size = flags.layout.batch_size;
+    InputQueue queue(train, batch_size, flags.seed);
+    auto stream = device.create_stream();
+    stream->set_tower(0);
+    Network network(device, batch_size);
+
+    // State: parameters and their moving averages, fresh or from the newest checkpoint.
+    TrainingState state;
+    auto latest = resume ? latest_checkpoint(checkpoint_dir) : std::nullopt;
+    if (latest) {
+      state = load_checkpoint(*latest);
+      std::printf("resumed from %s at step %lld\n", latest->string().c_str(),
+                  static_cast<long long>(state.global_step));
+    } else {
+      state.params.resize(kNumParameters);
+      initialize_parameters(flags.seed, state.params.data());
+      state.moving_averages = state.params;
+    }
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    Buffer params = device.allocate(param_bytes), grads = device.allocate(param_bytes);
+    Buffer averages = device.allocate(param_bytes);
+    Buffer images = device.allocate(sizeof(float) * batch_size * 24 * 24 * 3);
+    Buffer labels = device.allocate(sizeof(int) * batch_size);
+    Buffer host_images = device.allocate_pinned(images.bytes());
+    Buffer host_labels = device.allocate_pinned(labels.bytes());
+    Buffer host_losses = device.allocate_pinned(sizeof(float) * kLossCount);
+    stream->copy(params.data(), state.params.data(), param_bytes);
+    stream->copy(averages.data(), state.moving_averages.data(), param_bytes);
+    stream->synchronize();
+
+    StepLog log(batch_size, 1, flags.log_every, flags.steps);
+    const std::int64_t steps_per_decay = decay_steps(batch_size, 1);
+    std::int64_t global_step = state.global_step;
+    float loss = 0;
+    for (int step = 0; step < flags.steps; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      runtime->trace().set_step(step);
+      // docs-begin: train-step
+      queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
+      stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
+      stream->copy(labels.data(), host_labels.data(), labels.bytes(), "copy labels");
+      network.forward_backward(*stream, params.as<float>(), images.as<float>(), labels.as<int>(),
+                               grads.as<float>());
+      apply_gradients(*stream, learning_rate(global_step, steps_per_decay), grads.as<float>(),
+                      params.as<float>());
+      update_moving_averages(*stream, moving_average_decay(global_step), params.as<float>(),
+                             averages.as<float>());
+      stream->copy(host_losses.data(), network.losses(), host_losses.bytes(), "copy loss");
+      stream->synchronize();  // the host waits here, once per step, to read the loss
+      // docs-end: train-step
+      loss = host_losses.as<float>()[kTotalLoss];
+      ++global_step;
+      log.step_done(global_step - 1, loss, seconds_since(start));
+      const bool last = step + 1 == flags.steps;
+      if (!checkpoint_dir.empty() && (global_step % 1000 == 0 || last)) {
+        stream->copy(state.params.data(), params.data(), param_bytes);
+        stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
+        stream->synchronize();
+        state.global_step = global_step;
+        std::printf("saved %s\n", save_checkpoint(checkpoint_dir, state).string().c_str());
+      }
+    }
+    if (runtime->trace().enabled()) {
+      write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
+    }
+
+    Summary summary;
+    summary.add("backend", std::string(to_string(runtime->backend())))
+        .add("steps", flags.steps).add("global_step", static_cast<long long>(global_step))
+        .add("batch_size", batch_size).add("final_loss", static_cast<double>(loss), 4)
+        .add("examples_per_sec", log.examples_per_sec(), 1);
+    if (eval) {
+      data::Dataset test = load_test_set(flags.data_dir);
+      Precision p = evaluate(device, *stream, network, averages.as<float>(), test);
+      std::printf("precision @ 1 = %.3f (%lld of %lld)\n", p.precision_at_1(), p.correct,
+                  p.predictions);
+      summary.add("precision_at_1", p.precision_at_1(), 4);
+    }
+    summary.print();
+    return 0;
+  });
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Chapter 2: serial towers — what the learner feared.
+// One change from chapter 1: N towers, each on its own device (or stream), share one
+// step. But the tower loop synchronizes after each tower, so tower i+1 starts only when
+// tower i has finished: the towers take turns. They meet on the host, in
+// average_gradients(), as the tutorial's towers meet on /cpu:0.
+#include <vector>
+
+#include "kernels/host/kernels.hpp"
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/average.hpp"
+#include "parallel/tower_loss.hpp"
+#include "parallel/tower_training.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 2: N towers driven by a loop that waits for each tower (serial); "
+               "gradients averaged on the host."};
+  TrainingFlags flags;
+  bool probe = false;
+  std::string save_params;
+  TowerTraining::add_flags(app, flags, probe, save_params);
+
+  return run_program(app, argc, argv, [&] {
+    TowerTraining training(flags, probe);
+    auto& towers = training.towers();
+    const int num_gpus = training.num_towers();
+    const int n = static_cast<int>(kNumParameters);
+    // The variables live on the host ("/cpu:0"): parameters, moving averages, gradients.
+    Device& host_side = training.runtime().device(0);
+    Buffer params = host_side.allocate_pinned(n * sizeof(float));
+    std::copy(training.initial_params(), training.initial_params() + n, params.as<float>());
+    std::vector<float> averages(params.as<float>(), params.as<float>() + n), grads(n);
+    std::vector<Buffer> tower_grads;
+    std::vector<const float*> tower_grad_ptrs;
+    for (int i = 0; i < num_gpus; ++i) {
+      tower_grads.push_back(host_side.allocate_pinned(n * sizeof(float)));
+      tower_grad_ptrs.push_back(tower_grads.back().as<float>());
+    }
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    auto copy_params_to_devices = [&] {
+      for (auto& replica : training.replicas()) {
+        towers[replica->device->index()]->stream->copy(replica->params.data(), params.data(),
+                                                       n * sizeof(float), "copy params");
+      }
+      for (auto& tower : towers) tower->stream->synchronize();
+    };
+    copy_params_to_devices();
+
+    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+      training.begin_step(global_step);
+      // docs-begin: serial-towers
+      for (int i = 0; i < num_gpus; ++i) {
+        Tower& tower = *towers[i];
+        training.probe(tower);
+        tower_loss(tower, training.images(), training.labels());
+        tower.stream->copy(tower_grads[i].data(), tower.grads.data(), n * sizeof(float),
+                           "copy grads to host");
+        tower.stream->synchronize();  // waits for tower i before tower i+1 starts: serial
+      }
+      // docs-end: serial-towers
+      training.end_enqueue();
+      // docs-begin: host-average
+      Trace& trace = training.runtime().trace();
+      double start = trace.now_us();
+      average_gradients_on_host(tower_grad_ptrs, n, grads.data());  // towers meet here
+      host::sgd_update(n, learning_rate(global_step, steps_per_decay), grads.data(), params.as<float>());
+      host::ema_update(n, moving_average_decay(global_step), params.as<float>(), averages.data());
+      trace.add_host_span("average_gradients + apply", start);
+      copy_params_to_devices();  // every device gets the new parameters
+      // docs-end: host-average
+      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+    }
+    training.finish("chapter 2: serial towers", "host");
+    save_params_if_asked(save_params, params.as<float>(), flags.steps);
+    return 0;
+  });
+}

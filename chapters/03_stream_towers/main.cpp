@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// Chapter 3: stream towers.
+// One change from chapter 2: the tower loop only enqueues work, one stream per tower, so
+// towers run at the same time. They meet once a step, in average_gradients(), which runs
+// on device 0 and waits for each tower with an event instead of a host synchronize.
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/average.hpp"
+#include "parallel/tower_loss.hpp"
+#include "parallel/tower_training.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 3: N towers whose loop only enqueues (concurrent); gradients "
+               "averaged on device 0 with peer copies ordered by events."};
+  TrainingFlags flags;
+  bool probe = false;
+  std::string save_params;
+  TowerTraining::add_flags(app, flags, probe, save_params);
+
+  return run_program(app, argc, argv, [&] {
+    TowerTraining training(flags, probe);
+    auto& towers = training.towers();
+    const int num_gpus = training.num_towers();
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    // The variables live on device 0; every other device holds a copy of the parameters.
+    Replica& root = *training.replicas()[0];
+    Buffer averages = root.device->allocate(param_bytes);
+    DeviceAverage averager(*root.device, towers);
+    Stream& meet = averager.stream();  // where towers meet: device 0, no tower
+    auto params_ready = root.device->create_event();
+    for (auto& replica : training.replicas()) {
+      meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
+    }
+    meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
+    meet.synchronize();
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+
+    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+      training.begin_step(global_step);
+      // docs-begin: enqueue-towers
+      for (auto& tower : towers) {
+        training.probe(*tower);
+        tower_loss(*tower, training.images(), training.labels());  // returns at once
+        tower->stream->record(*tower->done);
+      }
+      // docs-end: enqueue-towers
+      // docs-begin: device-average
+      const float* grads = averager.average_gradients();  // waits for each tower's event
+      apply_gradients(meet, learning_rate(global_step, steps_per_decay), grads,
+                      root.params.as<float>());
+      update_moving_averages(meet, moving_average_decay(global_step), root.params.as<float>(),
+                             averages.as<float>());
+      for (auto& replica : training.replicas()) {
+        if (replica.get() != &root) {
+          meet.copy(replica->params.data(), root.params.data(), param_bytes, "broadcast params");
+        }
+      }
+      meet.record(*params_ready);
+      for (auto& tower : towers) tower->stream->wait(*params_ready);  // next step's reads
+      // docs-end: device-average
+      training.end_enqueue();
+      training.runtime().synchronize();  // the one wait of the step: read the loss
+      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+    }
+    training.finish("chapter 3: stream towers", "device0");
+    Buffer final_params = root.device->allocate_pinned(param_bytes);
+    meet.copy(final_params.data(), root.params.data(), param_bytes);
+    meet.synchronize();
+    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
+    return 0;
+  });
+}

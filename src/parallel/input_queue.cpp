@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/input_queue.hpp"
+
+#include <cstdio>
+#include <span>
+
+#include "data/preprocess.hpp"
+#include "data/iterator_plan.hpp"
+#include "data/synthetic.hpp"
+#include "runtime/backend.hpp"
+
+namespace towers {
+
+InputQueue::InputQueue(const data::Dataset& train, int global_batch, std::uint64_t seed)
+    : train_(train), global_batch_(global_batch), seed_(seed) {
+  if (global_batch < 1 || static_cast<std::size_t>(global_batch) > train.size()) {
+    throw UsageError("a global batch of " + std::to_string(global_batch) + " does not fit a " +
+                     "training set of " + std::to_string(train.size()) +
+                     " images. Use a smaller --batch-size or fewer towers.");
+  }
+  shuffle();
+}
+
+void InputQueue::shuffle() {
+  // The same per-epoch order as chapter 4's iterators, so all chapters see the same data.
+  order_ = data::epoch_order(train_.size(), seed_, epoch_);
+  position_ = 0;
+}
+
+void InputQueue::dequeue(float* images, std::int32_t* labels) {
+  if (position_ + global_batch_ > order_.size()) {
+    ++epoch_;
+    shuffle();
+  }
+  std::span<const std::size_t> indices(order_.data() + position_, global_batch_);
+  data::fill_batch(train_, indices, data::Mode::kTrain, seed_, epoch_, images, labels);
+  position_ += global_batch_;
+}
+
+namespace {
+
+std::filesystem::path data_folder(const std::string& data_dir) {
+  if (!data_dir.empty()) return data_dir;
+  auto dir = data::ensure_synthetic_cifar10(data::kDefaultSyntheticSeed);
+  return dir;
+}
+
+}  // namespace
+
+data::Dataset load_training_set(const std::string& data_dir) {
+  auto dir = data_folder(data_dir);
+  data::Dataset train = data::load_train(dir);
+  std::printf("data: %zu training images from %s%s\n", train.size(), dir.string().c_str(),
+              data_dir.empty() ? " (embedded synthetic CIFAR-10)" : "");
+  return train;
+}
+
+data::Dataset load_test_set(const std::string& data_dir) {
+  return data::load_test(data_folder(data_dir));
+}
+
+}  // namespace towers

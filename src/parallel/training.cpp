@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/training.hpp"
+
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "trace/timeline.hpp"
+
+namespace towers {
+
+void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers) {
+  add_runtime_flags(app, flags.runtime);
+  add_trace_flags(app, flags.trace_files);
+  app.add_option("--data-dir", flags.data_dir,
+                 "folder with CIFAR-10 binary files (data_batch_1.bin ... test_batch.bin); "
+                 "default: the embedded synthetic set");
+  app.add_option("--steps", flags.steps, "training steps")->capture_default_str()
+      ->check(CLI::Range(0, 100000000));
+  app.add_option("--batch-size", flags.layout.batch_size, "images per tower per step")
+      ->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--log-every", flags.log_every, "print the tutorial's log line every N steps")
+      ->capture_default_str()->check(CLI::Range(1, 100000000));
+  app.add_option("--seed", flags.seed, "seed of initialization, shuffling and distortions")
+      ->capture_default_str();
+  if (with_towers) {
+    app.add_option("--towers", flags.layout.towers,
+                   "number of towers (default: devices x towers-per-device)")
+        ->check(CLI::Range(1, 4096));
+    app.add_option("--towers-per-device", flags.layout.towers_per_device,
+                   "towers sharing one device, each on its own stream")
+        ->capture_default_str()->check(CLI::Range(1, 64));
+  }
+}
+
+StepLog::StepLog(int examples_per_step, int towers, int log_every, int total_steps)
+    : examples_per_step_(examples_per_step), towers_(towers), log_every_(log_every),
+      total_steps_(total_steps) {}
+
+void StepLog::step_done(std::int64_t global_step, float loss, double step_seconds) {
+  if (std::isnan(loss)) throw std::runtime_error("Model diverged with loss = NaN");
+  if (steps_ == 0) first_seconds_ = step_seconds;
+  ++steps_;
+  total_seconds_ += step_seconds;
+  interval_seconds_ += step_seconds;
+  const bool last = steps_ == total_steps_;
+  if (steps_ % log_every_ == 0 || last || steps_ == 1) {
+    const int in_interval = steps_ == 1 ? 1 : (steps_ % log_every_ == 0 ? log_every_ : steps_ % log_every_);
+    const double duration = interval_seconds_ / in_interval;
+    char when[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+    std::printf("%s: step %lld, loss = %.2f (%.1f examples/sec; %.3f sec/batch)\n", when,
+                static_cast<long long>(global_step), loss, examples_per_step_ / duration,
+                duration / towers_);
+    interval_seconds_ = 0;
+    if (isatty(STDERR_FILENO)) {
+      std::fprintf(stderr, "  [%3d%%] %d/%d steps\r", 100 * steps_ / total_steps_, steps_, total_steps_);
+    }
+    std::fflush(stdout);
+  }
+}
+
+double StepLog::mean_step_ms() const {
+  if (steps_ <= 1) return total_seconds_ * 1000.0;
+  return (total_seconds_ - first_seconds_) / (steps_ - 1) * 1000.0;
+}
+
+double StepLog::examples_per_sec() const {
+  double ms = mean_step_ms();
+  return ms > 0 ? examples_per_step_ / (ms / 1000.0) : 0.0;
+}
+
+StepTraces::StepTraces(Runtime& runtime, const TraceFiles& files)
+    : runtime_(runtime), files_(files) {}
+
+void StepTraces::collect(int step) {
+  std::vector<TraceEvent> events = runtime_.trace().collect();
+  runtime_.trace().clear();
+  last_events_ = events_of_step(events, step);
+  last_ = analyze_step(events, step);
+  steps_.push_back(last_);
+  max_concurrent_ = std::max(max_concurrent_, last_.max_concurrent_towers);
+  if (!files_.json.empty() || !files_.svg.empty()) all_.insert(all_.end(), events.begin(), events.end());
+}
+
+double StepTraces::mean_overlap() const {
+  double sum = 0;
+  for (const auto& s : steps_) sum += s.overlap;
+  return steps_.empty() ? 0 : sum / steps_.size();
+}
+
+double StepTraces::mean_host_enqueue_ms() const {
+  // The first step includes one-time costs (cuBLAS handles, page faults): skip it.
+  if (steps_.size() <= 1) return steps_.empty() ? 0 : steps_[0].host_enqueue_ms;
+  double sum = 0;
+  for (std::size_t i = 1; i < steps_.size(); ++i) sum += steps_[i].host_enqueue_ms;
+  return sum / (steps_.size() - 1);
+}
+
+void StepTraces::print_last_timeline(const std::string& title) const {
+  std::printf("\n%s", render_timeline(last_events_, {64, title, 0}).c_str());
+  write_trace_files(files_, all_, title);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
+                      const StepTraces& traces, const StepLog& log, float final_loss) {
+  Summary summary;
+  summary.add("backend", std::string(to_string(runtime.backend())))
+      .add("devices", runtime.device_count())
+      .add("towers", towers)
+      .add("batch_size", flags.layout.batch_size)
+      .add("steps", flags.steps)
+      .add("max_concurrent_towers", traces.max_concurrent_towers())
+      .add("overlap", traces.mean_overlap(), 3)
+      .add("step_ms", log.mean_step_ms(), 2)
+      .add("host_enqueue_ms", traces.mean_host_enqueue_ms(), 3)
+      .add("examples_per_sec", log.examples_per_sec(), 1)
+      .add("final_loss", static_cast<double>(final_loss), 4);
+  return summary;
+}
+
+}  // namespace towers

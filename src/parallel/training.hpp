@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// The plumbing every training chapter shares, kept out of the chapters' main.cpp:
+// flags, the tutorial's log line, per-step trace analysis and the closing report.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "cli/summary.hpp"
+#include "parallel/tower.hpp"
+#include "runtime/runtime.hpp"
+#include "trace/analysis.hpp"
+
+namespace towers {
+
+/// Flags of the training chapters.
+struct TrainingFlags {
+  RuntimeOptions runtime;      ///< --backend, --devices
+  TraceFiles trace_files;      ///< --trace, --trace-svg
+  TowerLayout layout;          ///< --towers, --towers-per-device, --batch-size
+  std::string data_dir;        ///< --data-dir; empty: the embedded synthetic set
+  int steps = 100;             ///< --steps
+  int log_every = 10;          ///< --log-every
+  std::uint64_t seed = 1;      ///< --seed: initialization, shuffling, distortions
+};
+
+/// Adds --backend --devices --trace --trace-svg --data-dir --steps --batch-size
+/// --log-every --seed, and with `with_towers` also --towers and --towers-per-device.
+void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers);
+
+/// The tutorial's log line, "<datetime>: step N, loss = L (E examples/sec; S sec/batch)",
+/// printed every `log_every` steps with timing averaged over those steps. Throws
+/// std::runtime_error("Model diverged with loss = NaN") on a NaN loss, as TF does.
+class StepLog {
+ public:
+  /// `examples_per_step` counts all towers; sec/batch is step time / `towers`.
+  StepLog(int examples_per_step, int towers, int log_every, int total_steps);
+  /// Records one finished step (its loss and host wall time) and maybe prints.
+  void step_done(std::int64_t global_step, float loss, double step_seconds);
+  /// Mean examples/sec over all steps but the first (warm-up), or over all if only one.
+  double examples_per_sec() const;
+  /// Mean step time in ms, first step excluded as in examples_per_sec().
+  double mean_step_ms() const;
+
+ private:
+  int examples_per_step_, towers_, log_every_, total_steps_;
+  int steps_ = 0;
+  double interval_seconds_ = 0, total_seconds_ = 0, first_seconds_ = 0;
+};
+
+/// Per-step parallelism read off the trace; steps are collected and then forgotten so
+/// long runs do not grow the trace (all spans are kept when a trace file was asked for).
+class StepTraces {
+ public:
+  /// Reads and clears `runtime`'s trace each step; `files` says what to write at the end.
+  StepTraces(Runtime& runtime, const TraceFiles& files);
+  /// Analyses `step` (call after the step's synchronize) and keeps its spans as the last.
+  void collect(int step);
+  /// Max over steps of max_concurrent_towers; mean overlap and host enqueue time.
+  int max_concurrent_towers() const { return max_concurrent_; }
+  /// Mean over steps of the overlap fraction.
+  double mean_overlap() const;
+  /// Mean host enqueue time per step, the first (warm-up) step excluded.
+  double mean_host_enqueue_ms() const;
+  /// The last step's analysis.
+  const StepAnalysis& last() const { return last_; }
+  /// The last step's spans.
+  const std::vector<TraceEvent>& last_events() const { return last_events_; }
+  /// Prints the ASCII timeline of the last step and writes the trace files.
+  void print_last_timeline(const std::string& title) const;
+
+ private:
+  Runtime& runtime_;
+  TraceFiles files_;
+  std::vector<TraceEvent> all_;
+  std::vector<StepAnalysis> steps_;
+  std::vector<TraceEvent> last_events_;
+  StepAnalysis last_;
+  int max_concurrent_ = 0;
+};
+
+/// Wall-clock seconds since `start`.
+double seconds_since(std::chrono::steady_clock::time_point start);
+
+/// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps,
+/// max_concurrent_towers, overlap, step_ms, host_enqueue_ms, examples_per_sec, final_loss.
+Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
+                      const StepTraces& traces, const StepLog& log, float final_loss);
+
+}  // namespace towers

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Chapter 1's claims: the program trains and evaluates like cifar10_train.py and
+// cifar10_eval.py, checkpoints resume the step count, and the embedded data set is
+// learnable by the CNN but not by a linear model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "data/preprocess.hpp"
+#include "data/synthetic.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::run;
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("towers-ch1-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(SingleGpu, LogsLikeTheTutorialAndEndsWithASummary) {
+  auto r = run("01_single_gpu", "--backend host --steps 3 --batch-size 16 --log-every 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": step 0, loss = "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("examples/sec; "), std::string::npos) << r.output;
+  EXPECT_EQ(r.last("steps"), "3");
+  // The first logged loss is ln(10) + the weight decay of local3/local4, about 4.67.
+  const double loss = r.number("final_loss");
+  EXPECT_GT(loss, 4.2) << r.output;
+  EXPECT_LT(loss, 4.9) << r.output;
+}
+
+TEST(SingleGpu, ResumeContinuesTheStepCountFromTheCheckpoint) {
+  auto dir = temp_dir("resume");
+  auto first = run("01_single_gpu", "--backend host --steps 3 --batch-size 8 --checkpoint-dir " +
+                   dir.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "model.ckpt-3")) << first.output;
+  auto second = run("01_single_gpu", "--backend host --steps 2 --batch-size 8 --resume "
+                    "--checkpoint-dir " + dir.string());
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_EQ(second.last("global_step"), "5") << second.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "model.ckpt-5"));
+}
+
+TEST(SingleGpu, MissingDataDirIsAUsageErrorWithAHint) {
+  auto r = run("01_single_gpu", "--backend host --steps 1 --data-dir /nonexistent/cifar");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cifar-10-binary"), std::string::npos) << r.output;
+}
+
+TEST(SingleGpu, ResumeWithoutCheckpointDirIsAUsageError) {
+  auto r = run("01_single_gpu", "--backend host --steps 1 --resume");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// A softmax regression on raw pixels (central crops, standardized), trained with plain
+// SGD: it must stay well below the CNN, so the synthetic set needs the CNN's structure.
+TEST(SyntheticSet, LinearClassifierOnRawPixelsStaysBelowSixtyPercent) {
+  constexpr int kClasses = 10, kFeatures = 24 * 24 * 3, kTrain = 10000, kTest = 2000;
+  data::Dataset train = data::generate_synthetic(data::kDefaultSyntheticSeed, data::Split::kTrain, 0, kTrain);
+  data::Dataset test = data::generate_synthetic(data::kDefaultSyntheticSeed, data::Split::kTest, 0, kTest);
+  auto features = [](const data::Dataset& d) {
+    std::vector<float> x(d.size() * kFeatures);
+    for (std::size_t i = 0; i < d.size(); ++i) data::preprocess_for_eval(d.image(i), &x[i * kFeatures]);
+    return x;
+  };
+  std::vector<float> xtrain = features(train), xtest = features(test);
+  std::vector<float> w(kFeatures * kClasses, 0.0f), b(kClasses, 0.0f);
+  const float lr = 0.01f;
+  auto logits_of = [&](const float* x, float* logits) {
+    for (int c = 0; c < kClasses; ++c) {
+      float z = b[c];
+      for (int f = 0; f < kFeatures; ++f) z += x[f] * w[f * kClasses + c];
+      logits[c] = z;
+    }
+  };
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (int i = 0; i < kTrain; ++i) {
+      const float* x = &xtrain[i * kFeatures];
+      float z[kClasses], top = -1e30f, sum = 0;
+      logits_of(x, z);
+      for (float v : z) top = std::max(top, v);
+      for (float& v : z) sum += (v = std::exp(v - top));
+      for (int c = 0; c < kClasses; ++c) {
+        const float g = z[c] / sum - (c == train.labels[i] ? 1.0f : 0.0f);
+        b[c] -= lr * g;
+        for (int f = 0; f < kFeatures; ++f) w[f * kClasses + c] -= lr * g * x[f];
+      }
+    }
+  }
+  int correct = 0;
+  for (int i = 0; i < kTest; ++i) {
+    float z[kClasses];
+    logits_of(&xtest[i * kFeatures], z);
+    correct += (std::max_element(z, z + kClasses) - z) == test.labels[i];
+  }
+  const double accuracy = double(correct) / kTest;
+  std::printf("softmax regression on raw pixels: %.3f test accuracy\n", accuracy);
+  EXPECT_GT(accuracy, 0.12) << "above chance: the regression did learn something";
+  EXPECT_LT(accuracy, 0.60);
+}
+
+}  // namespace
+}  // namespace towers

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: MIT
+// Chapter 3's claims: a loop that only enqueues runs towers concurrently, does the same
+// math as chapter 2, and N towers of batch B equal one tower of batch N*B.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "model/checkpoint.hpp"
+#include "model/parameters.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::run;
+
+const std::string kSmall = "--backend host --batch-size 16 --log-every 1 ";
+
+std::filesystem::path temp_file(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("towers-ch3-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+std::vector<float> saved_params(const std::filesystem::path& file) {
+  return model::load_checkpoint(file).params;
+}
+
+TEST(StreamTowers, TowersOverlapWithinAStep) {
+  auto r = run("03_stream_towers", kSmall + "--steps 3 --devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
+  EXPECT_GT(r.number("overlap"), 0.0) << r.output;
+  EXPECT_EQ(r.last("towers_meet"), "device0");
+}
+
+TEST(StreamTowers, RendezvousAcrossTowersMeets) {
+  auto r = run("03_stream_towers", kSmall + "--devices 4 --steps 1 --probe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+}
+
+TEST(StreamTowers, SeveralTowersOnOneDeviceOverlapToo) {
+  auto r = run("03_stream_towers", kSmall + "--steps 2 --devices 1 --towers-per-device 2 --probe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
+}
+
+TEST(StreamTowers, HostEnqueueTimeIsASmallFractionOfTheStep) {
+  // The loop only enqueues: the host is done long before the devices are.
+  auto r = run("03_stream_towers", "--backend host --steps 4 --batch-size 64 --devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const double enqueue = r.number("host_enqueue_ms"), step = r.number("step_ms");
+  EXPECT_GT(step, 0);
+  EXPECT_LT(enqueue, 0.1 * step) << "enqueue " << enqueue << " ms of a " << step << " ms step";
+}
+
+TEST(StreamTowers, SameParametersAsSerialTowersBitForBit) {
+  auto serial = temp_file("serial.ckpt"), stream = temp_file("stream.ckpt");
+  auto a = run("02_serial_towers", kSmall + "--steps 3 --devices 2 --save-params " + serial.string());
+  auto b = run("03_stream_towers", kSmall + "--steps 3 --devices 2 --save-params " + stream.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(saved_params(serial), saved_params(stream))
+      << "same data, same sums in the same order: the schedule must not change the math";
+}
+
+// N towers of batch B against one tower of batch N*B, one step from the same start.
+// Both average the same N*B per-example gradients; only the order of float additions
+// differs (per-tower means, then their mean). Each gradient element is a sum of a few
+// thousand terms of similar size, so the difference stays within ~1e-5 of the largest
+// update; we allow 1e-4 of it.
+class TowerEquivalence : public ::testing::TestWithParam<int> {};
+
+TEST_P(TowerEquivalence, NTowersOfBatchBEqualOneTowerOfBatchNB) {
+  const int n = GetParam(), b = 8;
+  auto towers_file = temp_file("n" + std::to_string(n) + ".ckpt");
+  auto single_file = temp_file("single" + std::to_string(n) + ".ckpt");
+  auto start_file = temp_file("start.ckpt");
+  auto start = run("03_stream_towers", "--backend host --devices 1 --steps 0 --batch-size 8 "
+                   "--save-params " + start_file.string());
+  auto many = run("03_stream_towers", "--backend host --steps 1 --devices " + std::to_string(n) +
+                  " --batch-size " + std::to_string(b) + " --save-params " + towers_file.string());
+  auto one = run("03_stream_towers", "--backend host --steps 1 --devices 1 --batch-size " +
+                 std::to_string(n * b) + " --save-params " + single_file.string());
+  ASSERT_EQ(start.exit_code, 0) << start.output;
+  ASSERT_EQ(many.exit_code, 0) << many.output;
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  auto p0 = saved_params(start_file), pn = saved_params(towers_file), p1 = saved_params(single_file);
+  ASSERT_EQ(pn.size(), model::kNumParameters);
+  double largest_update = 0, largest_difference = 0;
+  for (std::size_t i = 0; i < p0.size(); ++i) {
+    largest_update = std::max(largest_update, std::abs(double(p1[i]) - p0[i]));
+    largest_difference = std::max(largest_difference, std::abs(double(pn[i]) - p1[i]));
+  }
+  std::printf("N=%d: largest update %.3g, largest difference %.3g\n", n, largest_update,
+              largest_difference);
+  EXPECT_GT(largest_update, 0.0);
+  EXPECT_LE(largest_difference, 1e-4 * largest_update);
+}
+
+INSTANTIATE_TEST_SUITE_P(Towers, TowerEquivalence, ::testing::Values(1, 2, 4));
+
+}  // namespace
+}  // namespace towers
