@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     summary.add("backend", std::string(to_string(runtime->backend())))
         .add("steps", flags.steps).add("global_step", static_cast<long long>(global_step))
         .add("batch_size", batch_size).add("final_loss", static_cast<double>(loss), 4)
-        .add("examples_per_sec", log.examples_per_sec(), 1);
+        .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
     if (eval) {
       data::Dataset test = load_test_set(flags.data_dir);
       Precision p = evaluate(device, *stream, network, averages.as<float>(), test);
