@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// Grader of exercise 03: the ring all-reduce on host buffers. Each test is one point.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "exercises/grader.hpp"
+#include "ring_allreduce.hpp"
+
+namespace towers::exercises {
+namespace {
+
+int wrap(int index, int n) { return ((index % n) + n) % n; }
+
+// 1003 = 17 * 59: not divisible by any tower count from 2 to 8, so chunks differ in size.
+constexpr std::size_t kCount = 1003;
+
+// Runs ring_allreduce on exact-mean data and checks every tower's buffer bit for bit.
+void expect_exact_mean(int towers, std::size_t count) {
+  ExactMeanData data = make_exact_mean_data(towers, count, 1000 * towers + count);
+  Ring ring{data.towers, nullptr};
+  ring_allreduce(ring);
+  ASSERT_EQ(ring.towers(), towers) << "expected " << towers << " buffers after the all-reduce, got "
+                                   << ring.towers() << "; hint: average in place, do not add or "
+                                      "remove buffers";
+  for (int r = 0; r < towers; ++r) {
+    auto bad = first_mismatch(ring.buffers[r], data.mean);
+    EXPECT_FALSE(bad) << "expected tower " << r << " of " << towers << " to hold the exact mean of "
+                      << count << " elements, got "
+                      << (bad ? describe_mismatch(ring.buffers[r], data.mean, *bad) : "")
+                      << "; hint: N-1 reduce-scatter steps, scale the owned chunk (r+1) mod N "
+                         "by 1/N, then N-1 all-gather steps";
+  }
+}
+
+class RingOfNTowers : public ::testing::TestWithParam<int> {};
+
+TEST_P(RingOfNTowers, LeavesTheExactMeanOnEveryTower) {
+  expect_exact_mean(GetParam(), kCount);
+  expect_exact_mean(GetParam(), 5 * GetParam() + 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Towers, RingOfNTowers, ::testing::Range(1, 9),
+                         [](const auto& info) { return "N" + std::to_string(info.param); });
+
+TEST(RingAllReduce, AveragesFewerElementsThanTowers) {
+  for (int towers = 2; towers <= 8; ++towers) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t(towers - 1)}) {
+      SCOPED_TRACE("N=" + std::to_string(towers) + " count=" + std::to_string(count));
+      expect_exact_mean(towers, count);
+    }
+  }
+}
+
+TEST(RingAllReduce, TakesTwoTimesNMinusOneStepsOfOneChunkPerTower) {
+  for (int towers = 1; towers <= 8; ++towers) {
+    ExactMeanData data = make_exact_mean_data(towers, kCount, 3);
+    std::vector<Transfer> seen;
+    Ring ring{data.towers, [&](const Transfer& t) { seen.push_back(t); }};
+    ring_allreduce(ring);
+    const std::size_t steps = 2 * static_cast<std::size_t>(towers - 1);
+    ASSERT_EQ(seen.size(), steps * towers)
+        << "expected 2(N-1) = " << steps << " steps of one transfer per tower (" << steps * towers
+        << " transfers) for N = " << towers << ", got " << seen.size()
+        << " transfers; hint: call ring.on_transfer once per tower per step, also for empty chunks";
+    std::size_t moved = 0;
+    for (std::size_t g = 0; g < steps; ++g) {
+      std::vector<int> receives(towers, 0);
+      for (int k = 0; k < towers; ++k) {
+        const Transfer& t = seen[g * towers + k];
+        if (t.to >= 0 && t.to < towers) ++receives[t.to];
+        if (t.chunk >= 0 && t.chunk < towers) moved += ring_chunk(kCount, towers, t.chunk).size;
+      }
+      for (int r = 0; r < towers; ++r) {
+        EXPECT_EQ(receives[r], 1) << "expected tower " << r << " to receive exactly one chunk in step "
+                                  << g << " of N = " << towers << ", got " << receives[r]
+                                  << "; hint: a step moves one chunk into every tower";
+      }
+    }
+    EXPECT_EQ(moved, steps * kCount)
+        << "expected the steps to move 2(N-1) x count = " << steps * kCount
+        << " elements in all for N = " << towers << ", got " << moved
+        << "; hint: each step moves N chunks that together make the whole buffer";
+  }
+}
+
+TEST(RingAllReduce, SendsEachChunkOnlyToTheRightNeighbour) {
+  for (int towers = 2; towers <= 8; ++towers) {
+    ExactMeanData data = make_exact_mean_data(towers, kCount, 5);
+    std::vector<Transfer> seen;
+    Ring ring{data.towers, [&](const Transfer& t) { seen.push_back(t); }};
+    ring_allreduce(ring);
+    ASSERT_EQ(seen.size(), 2u * (towers - 1) * towers)
+        << "expected 2(N-1) x N transfers for N = " << towers << ", got " << seen.size()
+        << "; hint: report every transfer to ring.on_transfer";
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      const Transfer& t = seen[i];
+      const int g = static_cast<int>(i) / towers;  // the step this transfer belongs to
+      const bool reduce = g < towers - 1;
+      const int s = reduce ? g : g - (towers - 1);
+      const int chunk = reduce ? wrap(t.to - 1 - s, towers) : wrap(t.to - s, towers);
+      ASSERT_TRUE(t.from == wrap(t.to - 1, towers) && t.reduce == reduce && t.chunk == chunk)
+          << "expected transfer " << i << " (step " << g << " of N = " << towers << ") to move chunk "
+          << chunk << " from tower " << wrap(t.to - 1, towers) << " to tower " << t.to
+          << (reduce ? " and add it in" : " and copy it") << ", got chunk " << t.chunk << " from "
+          << t.from << (t.reduce ? " added" : " copied")
+          << "; hint: the ring runs one way, r-1 -> r; see the schedule in ring_allreduce.hpp";
+    }
+  }
+}
+
+// What tower r's chunk c holds after reduce-scatter steps 0..s, from the schedule: chunk c
+// starts at tower c and travels right one tower per step, gathering each tower's values;
+// after step s it has reached tower c + s + 1. Towers it reached hold the partial sum of
+// towers c..r; the others still hold their own values.
+float partial_sum_after(const ExactMeanData& data, int r, int c, int s, std::size_t j) {
+  const int n = static_cast<int>(data.towers.size());
+  const int d = wrap(r - c, n);
+  if (d < 1 || d > s + 1) return data.towers[r][j];
+  float sum = 0;
+  for (int k = 0; k <= d; ++k) sum += data.towers[wrap(c + k, n)][j];
+  return sum;
+}
+
+TEST(RingAllReduce, ReduceScatterStepAddsTheLeftNeighboursChunk) {
+  for (int towers : {2, 3, 4, 5}) {
+    const std::size_t count = 4 * towers + 1;
+    ExactMeanData data = make_exact_mean_data(towers, count, 11);
+    Ring ring{data.towers, nullptr};
+    for (int s = 0; s < towers - 1; ++s) {
+      reduce_scatter_step(ring, s);
+      for (int r = 0; r < towers; ++r) {
+        for (int c = 0; c < towers; ++c) {
+          const Chunk chunk = ring_chunk(count, towers, c);
+          for (std::size_t j = chunk.offset; j < chunk.offset + chunk.size; ++j) {
+            const float expected = partial_sum_after(data, r, c, s, j);
+            ASSERT_EQ(ring.buffers[r][j], expected)
+                << "expected tower " << r << "'s element " << j << " (chunk " << c << ") to be "
+                << expected << " after reduce-scatter step " << s << " of N = " << towers
+                << ", got " << ring.buffers[r][j] << "; hint: at step s tower r adds chunk "
+                << "(r-1-s) mod N of tower r-1 into its own, and nothing else";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RingAllReduce, AllGatherStepCopiesTheLeftNeighboursChunk) {
+  for (int towers : {2, 3, 4, 5}) {
+    const std::size_t count = 4 * towers + 1;
+    // Before the all-gather, tower r holds the mean of its owned chunk (r+1) mod N only;
+    // the rest of its buffer is marked with -1000 - r.
+    std::vector<float> mean(count);
+    for (std::size_t j = 0; j < count; ++j) mean[j] = static_cast<float>(j) + 0.5f;
+    Ring ring;
+    for (int r = 0; r < towers; ++r) {
+      ring.buffers.emplace_back(count, -1000.0f - static_cast<float>(r));
+      const Chunk owned = ring_chunk(count, towers, wrap(r + 1, towers));
+      for (std::size_t j = owned.offset; j < owned.offset + owned.size; ++j) ring.buffers[r][j] = mean[j];
+    }
+    for (int s = 0; s < towers - 1; ++s) {
+      all_gather_step(ring, s);
+      for (int r = 0; r < towers; ++r) {
+        for (int c = 0; c < towers; ++c) {
+          // Chunk c starts at its owner c-1 and moves one tower right per step.
+          const bool arrived = wrap(r - (c - 1), towers) <= s + 1;
+          const Chunk chunk = ring_chunk(count, towers, c);
+          for (std::size_t j = chunk.offset; j < chunk.offset + chunk.size; ++j) {
+            const float expected = arrived ? mean[j] : -1000.0f - static_cast<float>(r);
+            ASSERT_EQ(ring.buffers[r][j], expected)
+                << "expected tower " << r << "'s element " << j << " (chunk " << c << ") to be "
+                << expected << " after all-gather step " << s << " of N = " << towers << ", got "
+                << ring.buffers[r][j] << "; hint: at step s tower r copies chunk (r-s) mod N of "
+                << "tower r-1 over its own, and nothing else";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(RingAllReduce, RejectsBuffersOfDifferentSizes) {
+  Ring none;
+  expect_invalid_argument([&] { ring_allreduce(none); }, "a ring with no buffers",
+                          "check ring.buffers.empty() first");
+  Ring uneven{{std::vector<float>(8, 1.0f), std::vector<float>(7, 1.0f)}, nullptr};
+  expect_invalid_argument([&] { ring_allreduce(uneven); }, "buffers of 8 and 7 elements",
+                          "every tower's buffer must have the same size");
+}
+
+}  // namespace
+}  // namespace towers::exercises

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// Grader of exercise 05: max pooling's backward pass as one TOWERS_HD function, called
+// here in a host loop, checked against kernels/math/pool.hpp and finite differences.
+// Each test is one point.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/math/pool.hpp"
+
+// The student's stub.hpp, or solution.hpp when built with TOWERS_EXERCISE_SOLUTIONS=ON.
+#include TOWERS_EXERCISE_HEADER
+
+namespace towers::exercises {
+namespace {
+
+std::string describe(math::Nhwc s) {
+  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.height) + ", " +
+         std::to_string(s.width) + ", " + std::to_string(s.channels) + "]";
+}
+
+// A forward pass of max pooling: outputs y and their argmax, from the reference math.
+struct Pooled {
+  std::vector<float> y;
+  std::vector<int> argmax;
+};
+
+Pooled forward(const std::vector<float>& x, math::Nhwc in) {
+  const int n = math::max_pool_output_shape(in).size();
+  Pooled p{std::vector<float>(n), std::vector<int>(n)};
+  for (int o = 0; o < n; ++o) {
+    const math::PoolMax m = math::max_pool_forward(o, x.data(), in);
+    p.y[o] = m.value;
+    p.argmax[o] = m.index;
+  }
+  return p;
+}
+
+// dx from the student's function, in a host loop (what a kernel's grid-stride loop does).
+std::vector<float> student_dx(const std::vector<float>& dy, const std::vector<int>& argmax,
+                              math::Nhwc in) {
+  std::vector<float> dx(in.size());
+  for (int i = 0; i < in.size(); ++i) dx[i] = max_pool_input_grad(i, dy.data(), argmax.data(), in);
+  return dx;
+}
+
+std::vector<float> reference_dx(const std::vector<float>& dy, const std::vector<int>& argmax,
+                                math::Nhwc in) {
+  std::vector<float> dx(in.size());
+  for (int i = 0; i < in.size(); ++i) dx[i] = math::max_pool_backward(i, dy.data(), argmax.data(), in);
+  return dx;
+}
+
+// Seeded values in [-1, 1) (x) or small integers (dy, so every gathered sum is exact).
+std::vector<float> random_x(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& f : v) f = u(rng);
+  return v;
+}
+std::vector<float> random_dy(int n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(-8, 8);
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(u(rng));
+  return v;
+}
+
+// Compares the student's dx with the reference for one input shape; one line on failure.
+void expect_reference(math::Nhwc in, const std::vector<float>& x, const std::vector<int>* argmax_override,
+                      const std::string& hint) {
+  Pooled p = forward(x, in);
+  const std::vector<int>& argmax = argmax_override ? *argmax_override : p.argmax;
+  const std::vector<float> dy = random_dy(static_cast<int>(p.y.size()), 5);
+  const std::vector<float> got = student_dx(dy, argmax, in), want = reference_dx(dy, argmax, in);
+  for (int i = 0; i < in.size(); ++i) {
+    if (got[i] != want[i]) {
+      const math::Nhwc s = in;
+      const int c = i % s.channels, ix = (i / s.channels) % s.width;
+      const int iy = (i / (s.channels * s.width)) % s.height, n = i / (s.channels * s.width * s.height);
+      ADD_FAILURE() << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
+                    << ") of input " << describe(in) << " to be " << want[i] << ", got " << got[i]
+                    << "; hint: " << hint;
+      return;
+    }
+  }
+}
+
+TEST(MaxPoolBackward, MatchesTheReferenceOnTheModelsShapes) {
+  // pool1 sees [batch, 24, 24, 64] and pool2 [batch, 12, 12, 64]; fewer channels suffice.
+  for (math::Nhwc in : {math::Nhwc{2, 24, 24, 3}, math::Nhwc{2, 12, 12, 5}}) {
+    expect_reference(in, random_x(in.size(), 1), nullptr,
+                     "gather dy[o] over the outputs o whose window covers the input and whose "
+                     "argmax[o] is this input");
+  }
+}
+
+TEST(MaxPoolBackward, MatchesTheReferenceOnOddSizesAndPaddedEdges) {
+  // Odd extents pad one cell before and one after; 1 x 1 has a single window.
+  for (math::Nhwc in : {math::Nhwc{1, 1, 1, 1}, math::Nhwc{1, 1, 2, 1}, math::Nhwc{1, 2, 1, 2},
+                        math::Nhwc{1, 3, 3, 1}, math::Nhwc{2, 5, 7, 2}, math::Nhwc{1, 7, 5, 3},
+                        math::Nhwc{1, 4, 9, 1}}) {
+    SCOPED_TRACE("input " + describe(in));
+    expect_reference(in, random_x(in.size(), 2), nullptr,
+                     "padding before is ((out - 1) * 2 + 3 - in) / 2, which is 1 for odd sizes; "
+                     "check the first and last rows and columns");
+  }
+}
+
+TEST(MaxPoolBackward, MatchesFiniteDifferences) {
+  // L = sum_o dy[o] * y[o]; near x, max pooling is linear, so dL/dx_i is the gather.
+  // x holds distinct values 0.03 apart, so a nudge of h = 1e-3 never changes an argmax.
+  const math::Nhwc in{1, 6, 7, 2};
+  std::vector<float> x(in.size());
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::shuffle(x.begin(), x.end(), std::mt19937(3));
+  for (float& v : x) v = v * 0.03f - 1.0f;
+  Pooled p = forward(x, in);
+  const std::vector<float> dy = random_dy(static_cast<int>(p.y.size()), 4);
+  const std::vector<float> got = student_dx(dy, p.argmax, in);
+  auto loss = [&](const std::vector<float>& xs) {
+    Pooled q = forward(xs, in);
+    double sum = 0;
+    for (std::size_t o = 0; o < q.y.size(); ++o) sum += double(dy[o]) * q.y[o];
+    return sum;
+  };
+  const float h = 1e-3f;
+  for (int i = 0; i < in.size(); ++i) {
+    std::vector<float> plus = x, minus = x;
+    plus[i] += h;
+    minus[i] -= h;
+    const double numeric = (loss(plus) - loss(minus)) / (double(plus[i]) - minus[i]);
+    ASSERT_NEAR(got[i], numeric, 1e-2 + 1e-3 * std::abs(numeric))
+        << "expected dx[" << i << "] to match the finite difference " << numeric << ", got "
+        << got[i] << "; hint: an input gets dy[o] for each output o it is the maximum of, "
+                     "and 0 when it is the maximum of none";
+  }
+}
+
+TEST(MaxPoolBackward, SumsTheGradientsOfOverlappingWindows) {
+  // In a 5 x 5 input (one cell of padding before), rows and columns 1 and 3 are covered by
+  // two windows each. Make (1, 1) the largest value: it wins all four windows over it.
+  const math::Nhwc in{1, 5, 5, 1};
+  std::vector<float> x(in.size(), 0.0f);
+  x[in.offset(0, 1, 1, 0)] = 100.0f;
+  Pooled p = forward(x, in);
+  const math::Nhwc out = math::max_pool_output_shape(in);
+  std::vector<float> dy(out.size(), 0.0f);
+  dy[out.offset(0, 0, 0, 0)] = 1;
+  dy[out.offset(0, 0, 1, 0)] = 2;
+  dy[out.offset(0, 1, 0, 0)] = 4;
+  dy[out.offset(0, 1, 1, 0)] = 8;
+  const std::vector<float> got = student_dx(dy, p.argmax, in);
+  EXPECT_EQ(got[in.offset(0, 1, 1, 0)], 15.0f)
+      << "expected dx at (1, 1) = 1 + 2 + 4 + 8 = 15 (it is the maximum of four overlapping "
+         "windows), got " << got[in.offset(0, 1, 1, 0)]
+      << "; hint: visit every output whose window covers the input (up to 2 x 2), not just one";
+}
+
+TEST(MaxPoolBackward, RoutesTheGradientToTheRecordedArgmax) {
+  // On ties the forward pass picks the first maximum in the window; the backward pass must
+  // follow argmax, not compare values again. Here every value is equal, and argmax is then
+  // moved to the *last* real cell of each window: dx must follow it.
+  const math::Nhwc in{1, 6, 6, 2};
+  const std::vector<float> x(in.size(), 0.5f);
+  Pooled p = forward(x, in);
+  const math::Nhwc out = math::max_pool_output_shape(in);
+  std::vector<int> last(out.size());
+  for (int o = 0; o < out.size(); ++o) {
+    const int c = o % out.channels, ox = (o / out.channels) % out.width;
+    const int oy = o / (out.channels * out.width);
+    const int y = std::min(oy * 2 + 2 - math::pool_pad_before(in.height), in.height - 1);
+    const int xx = std::min(ox * 2 + 2 - math::pool_pad_before(in.width), in.width - 1);
+    last[o] = in.offset(0, y, xx, c);
+  }
+  expect_reference(in, x, &last,
+                   "add dy[o] exactly when argmax[o] == i; do not look at the input values");
+}
+
+}  // namespace
+}  // namespace towers::exercises

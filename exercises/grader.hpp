@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// What the graders share: verifiable data for averages, and one-line failure messages.
+//
+// Every grader failure is one line: what was expected, what happened, and a hint, e.g.
+//   expected average[3] == 17 (the exact mean of 4 towers), got 0; hint: ...
+// Averages are checked bit for bit on data whose sums are exact in float (small
+// integers), as nccl-tests checks its collectives.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <random>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace towers::exercises {
+
+/// N towers' gradients whose mean is known exactly.
+struct ExactMeanData {
+  std::vector<std::vector<float>> towers;  ///< [towers][count], small integers
+  std::vector<float> mean;                 ///< [count], the exact mean of the towers
+};
+
+/// True when `mean` survives both ways of averaging N values that sum to N * mean:
+/// sum / N and sum * (1 / N). (With N = 7, 21 * (1/7.f) is not 3: we avoid such means,
+/// so a solution may divide either way.)
+inline bool mean_is_exact_both_ways(float mean, int towers) {
+  const float sum = mean * static_cast<float>(towers);
+  return sum / static_cast<float>(towers) == mean &&
+         sum * (1.0f / static_cast<float>(towers)) == mean;
+}
+
+/// Draws `towers` x `count` small integers (seeded) whose per-element mean is an integer
+/// in [-200, 200]: every partial sum is exact in float, in any order of addition.
+inline ExactMeanData make_exact_mean_data(int towers, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> mean_of(-200, 200), offset_of(-16, 16);
+  ExactMeanData data;
+  data.towers.assign(towers, std::vector<float>(count));
+  data.mean.resize(count);
+  for (std::size_t j = 0; j < count; ++j) {
+    float mean = 0;
+    do mean = static_cast<float>(mean_of(rng));
+    while (!mean_is_exact_both_ways(mean, towers));
+    int offsets_sum = 0;
+    for (int t = 0; t + 1 < towers; ++t) {
+      const int offset = offset_of(rng);
+      offsets_sum += offset;
+      data.towers[t][j] = mean + static_cast<float>(offset);
+    }
+    data.towers[towers - 1][j] = mean - static_cast<float>(offsets_sum);
+    data.mean[j] = mean;
+  }
+  return data;
+}
+
+/// Index of the first element where `got` and `expected` differ (bit for bit), or of the
+/// first missing/extra element when their sizes differ; nullopt when they are equal.
+inline std::optional<std::size_t> first_mismatch(std::span<const float> got,
+                                                 std::span<const float> expected) {
+  const std::size_t n = got.size() < expected.size() ? got.size() : expected.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (got[i] != expected[i]) return i;
+  }
+  if (got.size() != expected.size()) return n;
+  return std::nullopt;
+}
+
+/// "got[i] (expected e)" text for a failure line; handles sizes that differ.
+inline std::string describe_mismatch(std::span<const float> got, std::span<const float> expected,
+                                     std::size_t i) {
+  std::ostringstream out;
+  if (got.size() != expected.size()) {
+    out << got.size() << " elements where " << expected.size() << " were expected";
+  } else {
+    out << "element " << i << " = " << got[i] << " where " << expected[i] << " was expected";
+  }
+  return out.str();
+}
+
+/// Calls `call` and expects std::invalid_argument (or a subclass); any other outcome is one
+/// failure line saying what `call` was given (`input`) and what to do (`hint`).
+template <typename Call>
+void expect_invalid_argument(Call&& call, const std::string& input, const std::string& hint) {
+  try {
+    call();
+  } catch (const std::invalid_argument&) {
+    return;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected std::invalid_argument for " << input << ", got an exception: "
+                  << e.what() << "; hint: " << hint;
+    return;
+  }
+  ADD_FAILURE() << "expected std::invalid_argument for " << input
+                << ", got a normal return; hint: " << hint;
+}
+
+}  // namespace towers::exercises
