@@ -21,7 +21,7 @@ void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe,
                  "write the final parameters to this file (checkpoint format), to compare runs");
 }
 
-TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe)
+TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input)
     : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
@@ -30,10 +30,12 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe)
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
   const int global_batch = num_towers() * flags.layout.batch_size;
-  queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
   Device& host_side = runtime_->device(0);
-  images_ = host_side.allocate_pinned(sizeof(float) * global_batch * 24 * 24 * 3);
-  labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
+  if (input == TowerInput::kGlobalBatch) {
+    queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
+    images_ = host_side.allocate_pinned(sizeof(float) * global_batch * 24 * 24 * 3);
+    labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
+  }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);
   model::initialize_parameters(flags.seed, initial_params());
   log_ = std::make_unique<StepLog>(global_batch, num_towers(), flags.log_every, flags.steps);
@@ -50,7 +52,7 @@ TowerTraining::~TowerTraining() = default;
 void TowerTraining::begin_step(int step) {
   step_ = step;
   step_start_ = std::chrono::steady_clock::now();
-  queue_->dequeue(images_.as<float>(), labels_.as<std::int32_t>());
+  if (queue_) queue_->dequeue(images_.as<float>(), labels_.as<std::int32_t>());
   runtime_->trace().set_step(step);
   enqueue_start_us_ = runtime_->trace().now_us();
 }
@@ -65,6 +67,10 @@ void TowerTraining::end_step(int step, float loss) {
   last_loss_ = loss;
   log_->step_done(step, loss, seconds_since(step_start_));
   traces_->collect(step);
+}
+
+void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch) {
+  traces_->set_watch(std::move(watch));
 }
 
 void TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {

@@ -3,12 +3,14 @@
 // main.cpp shows only its tower loop and where the towers meet.
 //
 // It makes the runtime and the towers from the flags, loads the training set, owns the
-// pinned global batch, the initial parameters, the step log, the per-step trace analysis
-// and the optional concurrency probe, and prints the closing timeline and summary.
+// pinned global batch (chapters 2-3; chapter 4's towers read their own iterators and
+// make none), the initial parameters, the step log, the per-step trace analysis and the
+// optional concurrency probe, and prints the closing timeline and summary.
 // Used from one host thread.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +23,12 @@
 
 namespace towers {
 
+/// Where the towers' batches come from.
+enum class TowerInput {
+  kGlobalBatch,   ///< chapters 2-3: begin_step() dequeues one global batch, images()/labels()
+  kOwnIterators,  ///< chapter 4: each tower pulls from its own iterator; no global batch
+};
+
 /// Everything around a multi-tower training loop. Introduced in chapter 2.
 class TowerTraining {
  public:
@@ -28,7 +36,10 @@ class TowerTraining {
   static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe, std::string& save_params);
 
   /// Builds runtime, towers and input; gives each simulated device one BLAS thread.
-  TowerTraining(const TrainingFlags& flags, bool probe);
+  /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
+  /// feeds its towers from train_set()), and images()/labels() return null.
+  TowerTraining(const TrainingFlags& flags, bool probe,
+                TowerInput input = TowerInput::kGlobalBatch);
   /// Waits for nothing: the chapter synchronizes before it finishes.
   ~TowerTraining();
 
@@ -45,10 +56,14 @@ class TowerTraining {
   /// The flags this run was made from.
   const TrainingFlags& flags() const { return flags_; }
 
+  /// The training set (the embedded synthetic set or --data-dir), kept for the run.
+  const data::Dataset& train_set() const { return train_; }
+
   /// The initial parameters (host, pinned), from --seed.
   float* initial_params() { return initial_params_.as<float>(); }
 
-  /// Starts step `step`: fills the next global batch (host) and starts its timer.
+  /// Starts step `step`: fills the next global batch (host; not with kOwnIterators) and
+  /// starts its timer.
   void begin_step(int step);
   /// The global batch: images [towers * B, 24, 24, 3] and labels, pinned host memory.
   const float* images() const { return images_.as<float>(); }
@@ -64,6 +79,11 @@ class TowerTraining {
   /// Ends the step after its synchronize: logs the loss (the last tower's, as TF logs),
   /// analyses the step's trace.
   void end_step(int step, float loss);
+
+  /// Calls `watch` at each end_step() with every span collected then, before they are
+  /// forgotten: whatever step they are tagged with, so work of other threads (an
+  /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.
+  void watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch);
 
   /// Prints the last step's timeline and the summary line (plus `extra` keys).
   void finish(const std::string& title, const std::string& towers_meet, Summary extra = {});

@@ -78,6 +78,7 @@ StepTraces::StepTraces(Runtime& runtime, const TraceFiles& files)
 void StepTraces::collect(int step) {
   std::vector<TraceEvent> events = runtime_.trace().collect();
   runtime_.trace().clear();
+  if (watch_) watch_(events);
   last_events_ = events_of_step(events, step);
   last_ = analyze_step(events, step);
   steps_.push_back(last_);

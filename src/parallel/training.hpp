@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ class StepTraces {
   StepTraces(Runtime& runtime, const TraceFiles& files);
   /// Analyses `step` (call after the step's synchronize) and keeps its spans as the last.
   void collect(int step);
+  /// Has collect() pass every span it collected, of any step, to `watch` first.
+  void set_watch(std::function<void(const std::vector<TraceEvent>&)> watch) {
+    watch_ = std::move(watch);
+  }
   /// Max over steps of max_concurrent_towers; mean overlap and host enqueue time.
   int max_concurrent_towers() const { return max_concurrent_; }
   /// Mean over steps of the overlap fraction.
@@ -81,6 +86,7 @@ class StepTraces {
   std::vector<TraceEvent> last_events_;
   StepAnalysis last_;
   int max_concurrent_ = 0;
+  std::function<void(const std::vector<TraceEvent>&)> watch_;
 };
 
 /// Wall-clock seconds since `start`.
