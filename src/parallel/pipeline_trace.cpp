@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/pipeline_trace.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace towers {
+namespace {
+
+constexpr const char* kInputCopy = "copy input";  // data/iterator.cpp's copy stream op
+
+using Interval = std::pair<double, double>;
+
+// Sorted, disjoint union of `intervals`.
+std::vector<Interval> union_of(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> merged;
+  for (const auto& iv : intervals) {
+    if (!merged.empty() && iv.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, iv.second);
+    } else {
+      merged.push_back(iv);
+    }
+  }
+  return merged;
+}
+
+// Length of the part of [start, end) covered by the disjoint, sorted `cover`.
+double covered_us(double start, double end, const std::vector<Interval>& cover) {
+  double sum = 0;
+  for (const auto& [a, b] : cover) {
+    if (b <= start) continue;
+    if (a >= end) break;
+    sum += std::min(b, end) - std::max(a, start);
+  }
+  return sum;
+}
+
+}  // namespace
+
+bool is_allreduce_op(const std::string& name) {
+  return name.rfind("ring ", 0) == 0 || name == "nccl allreduce";
+}
+
+void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
+  // All-reduce ops are enqueued by the training thread, so their step tags are exact.
+  std::map<int, Interval> allreduce;  // step -> [first start, last end]
+  std::vector<Interval> compute;
+  for (const auto& e : events) {
+    if (e.device < 0 || e.tower < 0) continue;
+    if (is_allreduce_op(e.name) && e.step >= 0) {
+      auto [it, fresh] = allreduce.try_emplace(e.step, Interval{e.start_us, e.end_us});
+      if (!fresh) {
+        it->second.first = std::min(it->second.first, e.start_us);
+        it->second.second = std::max(it->second.second, e.end_us);
+      }
+    }
+    if (e.name != kInputCopy) compute.push_back({e.start_us, e.end_us});
+  }
+  for (const auto& [step, span] : allreduce) allreduce_ms_.push_back((span.second - span.first) / 1000.0);
+
+  const auto busy = union_of(std::move(compute));
+  for (const auto& e : events) {
+    if (e.device < 0 || e.name != kInputCopy) continue;
+    input_us_ += e.end_us - e.start_us;
+    input_overlapped_us_ += covered_us(e.start_us, e.end_us, busy);
+  }
+}
+
+double PipelineTrace::mean_allreduce_ms() const {
+  if (allreduce_ms_.empty()) return 0;
+  const std::size_t skip = allreduce_ms_.size() > 1 ? 1 : 0;  // warm-up
+  double sum = 0;
+  for (std::size_t i = skip; i < allreduce_ms_.size(); ++i) sum += allreduce_ms_[i];
+  return sum / static_cast<double>(allreduce_ms_.size() - skip);
+}
+
+double PipelineTrace::input_overlap() const {
+  return input_us_ > 0 ? input_overlapped_us_ / input_us_ : 0.0;
+}
+
+}  // namespace towers

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/tower_inputs.hpp"
+
+namespace towers {
+
+void add_input_flags(CLI::App& app, InputFlags& flags) {
+  app.add_option("--prefetch", flags.prefetch, "batches each tower's iterator prepares ahead")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  app.add_option("--input-threads", flags.input_threads,
+                 "threads that distort images, shared by the towers' iterators")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+}
+
+TowerInputs::TowerInputs(const data::Dataset& train,
+                         const std::vector<std::unique_ptr<Tower>>& towers,
+                         const InputFlags& flags, std::uint64_t seed)
+    : pool_(flags.input_threads) {
+  for (const auto& tower : towers) {
+    // Endless (steps = 0): the destructor stops the producer wherever it is. Distortion
+    // spans are not traced: the timeline's host row is for enqueueing; the copies to the
+    // device are traced by the iterator's stream as "copy input".
+    const data::IteratorOptions options{.num_towers = static_cast<int>(towers.size()),
+                                        .batch_size = tower->batch_size(),
+                                        .seed = seed,
+                                        .prefetch_depth = flags.prefetch};
+    iterators_.push_back(
+        std::make_unique<data::TowerIterator>(train, options, tower->index, *tower->device, pool_));
+  }
+}
+
+TowerInputs::~TowerInputs() = default;
+
+double TowerInputs::input_wait_ms() const {
+  double sum = 0;
+  for (const auto& iterator : iterators_) sum += iterator->input_wait_ms();
+  return sum;
+}
+
+}  // namespace towers

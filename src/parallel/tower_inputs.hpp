@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// TowerInputs: one TowerIterator per tower, the way chapter 4 feeds its towers.
+//
+// Tower i pulls from iterator i, which delivers shard i of every global batch (the same
+// examples and distortions the InputQueue of chapters 1-3 gives slice i), prefetched and
+// copied to tower i's device on a stream of that device tagged with the tower ("copy
+// input" in the trace). The iterators share one ThreadPool for the distortions and run
+// without end: at the last step they are already preparing the next batches, as a real
+// input pipeline is, and the destructor stops them.
+//
+// Make it after the TowerTraining whose dataset and towers it reads (so it is destroyed
+// first); use it from the training thread. Introduced in chapter 4.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "data/iterator.hpp"
+#include "data/thread_pool.hpp"
+#include "parallel/tower.hpp"
+
+namespace towers {
+
+/// Flags of the input pipeline.
+struct InputFlags {
+  int prefetch = 2;       ///< --prefetch: batches each tower's iterator makes ahead
+  int input_threads = 4;  ///< --input-threads: distortion threads shared by the towers
+};
+
+/// Adds --prefetch and --input-threads to `app`.
+void add_input_flags(CLI::App& app, InputFlags& flags);
+
+/// The towers' iterators and the pool they distort on.
+class TowerInputs {
+ public:
+  /// Starts one iterator per tower over `train` (kept by reference), seeded by `seed`,
+  /// batches of each tower's batch size. Throws UsageError when the training set cannot
+  /// give every tower a batch (see data::check_sharding).
+  TowerInputs(const data::Dataset& train, const std::vector<std::unique_ptr<Tower>>& towers,
+              const InputFlags& flags, std::uint64_t seed);
+  /// Stops the producers and waits for the work that reads their buffers.
+  ~TowerInputs();
+
+  /// Tower `tower`'s iterator: next() and release() are the training loop's.
+  data::TowerIterator& operator[](int tower) { return *iterators_[tower]; }
+  /// Milliseconds the training thread spent blocked in next(), all towers together.
+  double input_wait_ms() const;
+
+ private:
+  data::ThreadPool pool_;
+  std::vector<std::unique_ptr<data::TowerIterator>> iterators_;  // after pool_: stopped first
+};
+
+}  // namespace towers

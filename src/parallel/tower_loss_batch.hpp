@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// tower_loss on an iterator's batch: chapter 4's tower reads its own batch, already on its
+// device, and its own copy of the parameters.
+//
+// Chapters 2-3 copy slice `tower.index` of a host global batch inside tower_loss; here the
+// TowerIterator has made and copied the batch ahead of time, so the tower only computes.
+#pragma once
+
+#include "data/iterator.hpp"
+#include "parallel/tower.hpp"
+
+namespace towers {
+
+/// Enqueues on tower.stream: the forward pass and loss on batch.images / batch.labels
+/// ([B, 24, 24, 3] and [B], on the tower's device) with `params` ([kNumParameters] on the
+/// tower's device), the backward pass into tower.grads, and a copy of the three losses to
+/// tower.losses. Returns at once. The caller orders the stream after batch.ready first
+/// (tower.stream->wait(*batch.ready)) and releases the batch after this call. Throws
+/// std::invalid_argument when the batch size is not the tower's. Introduced in chapter 4.
+void tower_loss(Tower& tower, const float* params, const data::Batch& batch);
+
+}  // namespace towers
