@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+// Chapter 4: NCCL gradient averaging and iterator input.
+// Two changes from chapter 3. Input: each tower pulls next() from its own iterator, which
+// has already distorted and copied its batch, and waits for that batch only. Meeting: the
+// towers average their gradients with one all-reduce (NCCL on GPUs, a ring elsewhere) and
+// then every tower updates its own copy of the parameters, so nothing is broadcast.
+// The all-reduce is the one place where towers meet.
+#include <algorithm>
+
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/allreduce_choice.hpp"
+#include "parallel/parameter_check.hpp"
+#include "parallel/pipeline_trace.hpp"
+#include "parallel/tower_inputs.hpp"
+#include "parallel/tower_loss_batch.hpp"
+#include "parallel/tower_training.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 4: N towers fed by their own prefetching iterators; gradients "
+               "averaged by an all-reduce (NCCL or a ring), every tower updating its own copy."};
+  TrainingFlags flags;
+  bool probe = false;
+  std::string save_params, allreduce_choice = "auto";
+  InputFlags input_flags;
+  CheckFlags check_flags;
+  TowerTraining::add_flags(app, flags, probe, save_params);
+  add_allreduce_flag(app, allreduce_choice);
+  add_input_flags(app, input_flags);
+  add_check_flags(app, check_flags);
+
+  return run_program(app, argc, argv, [&] {
+    TowerTraining training(flags, probe, TowerInput::kOwnIterators);  // no global batch
+    auto& towers = training.towers();
+    const int num_gpus = training.num_towers();
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    auto allreduce = make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
+    // Every tower owns its variables: parameters and moving averages, on its device.
+    std::vector<Buffer> params, averages;
+    std::vector<float*> param_ptrs, grads;
+    std::vector<Stream*> streams;
+    for (auto& tower : towers) {
+      params.push_back(tower->device->allocate(param_bytes));
+      averages.push_back(tower->device->allocate(param_bytes));
+      tower->stream->copy(params.back().data(), training.initial_params(), param_bytes, "copy params");
+      tower->stream->copy(averages.back().data(), training.initial_params(), param_bytes, "copy params");
+      param_ptrs.push_back(params.back().as<float>());
+      grads.push_back(tower->grads.as<float>());
+      streams.push_back(tower->stream.get());
+    }
+    training.runtime().synchronize();
+    ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
+    PipelineTrace pipeline;
+    training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+
+    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+      training.begin_step(global_step);
+      // docs-begin: iterator-towers
+      for (int i = 0; i < num_gpus; ++i) {
+        Tower& tower = *towers[i];
+        const data::Batch batch = inputs[i].next();  // made ahead; blocks only if behind
+        training.probe(tower);
+        tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
+        tower_loss(tower, param_ptrs[i], batch);        // returns at once
+        inputs[i].release(batch, *tower.stream);        // refilled after this step has read it
+      }
+      // docs-end: iterator-towers
+      // docs-begin: allreduce-update
+      allreduce->average(grads, kNumParameters, streams);  // where towers meet: each waits for all
+      for (int i = 0; i < num_gpus; ++i) {  // every tower applies the same mean to its own copy
+        apply_gradients(*streams[i], learning_rate(global_step, steps_per_decay), grads[i],
+                        param_ptrs[i]);
+        update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
+                               averages[i].as<float>());
+      }
+      // docs-end: allreduce-update
+      training.end_enqueue();
+      training.runtime().synchronize();  // the one wait of the step: read the loss
+      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      check.after_step(global_step, param_ptrs);  // are the towers' copies still identical?
+    }
+    Summary extra;
+    extra.add("allreduce", std::string(allreduce->name()))
+        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
+        .add("input_wait_ms", inputs.input_wait_ms() / std::max(1, flags.steps), 3)
+        .add("input_overlap", pipeline.input_overlap(), 3)
+        .add("param_checks", check.checks());
+    training.finish("chapter 4: nccl iterator", "allreduce", extra);
+    Buffer final_params = towers[0]->device->allocate_pinned(param_bytes);
+    streams[0]->copy(final_params.data(), param_ptrs[0], param_bytes);
+    streams[0]->synchronize();
+    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
+    return 0;
+  });
+}
