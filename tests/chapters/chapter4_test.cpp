@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// Chapter 4's claims: towers fed by their own iterators still run at the same time and
+// meet only in the all-reduce; their input is made while they compute; every tower's own
+// copy of the parameters stays bit-identical (and a divergence is caught); and the math is
+// chapter 3's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "model/checkpoint.hpp"
+#include "model/parameters.hpp"
+#include "parallel/allreduce.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::run;
+
+const std::string kSmall = "--backend host --batch-size 8 --log-every 1 ";
+
+std::filesystem::path temp_file(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("towers-ch4-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+std::vector<float> saved_params(const std::filesystem::path& file) {
+  return model::load_checkpoint(file).params;
+}
+
+TEST(IteratorTowers, TowersOverlapAndMeetInTheAllReduce) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 3 --devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
+  EXPECT_GT(r.number("overlap"), 0.0) << r.output;
+  EXPECT_EQ(r.last("towers_meet"), "allreduce");
+  EXPECT_EQ(r.last("allreduce"), "ring") << "the host backend's all-reduce is the ring";
+  EXPECT_GT(r.number("allreduce_ms"), 0.0) << r.output;
+  EXPECT_NE(r.last("input_wait_ms"), "") << r.output;
+  EXPECT_EQ(r.output.find("not using NCCL"), std::string::npos)
+      << "on the host backend auto takes the ring without a word\n" << r.output;
+}
+
+TEST(IteratorTowers, RendezvousAcrossTowersMeets) {
+  auto r = run("04_nccl_iterator", kSmall + "--devices 4 --steps 1 --probe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "4") << r.output;
+}
+
+TEST(IteratorTowers, SeveralTowersOnOneDeviceShareTheRing) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 2 --devices 1 --towers-per-device 2 --probe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
+  EXPECT_EQ(r.last("allreduce"), "ring");
+}
+
+// The input is made while the towers compute: during step s each iterator distorts batch
+// s+2 (prefetch 2) into the slot that step s released and copies it to the device as soon
+// as the compute that read the slot is done, so its "copy input" op runs while its tower
+// runs the all-reduce and update, or other towers their backward pass. Measured on the trace: input_overlap is
+// the fraction of copy time during which some tower was computing.
+TEST(IteratorTowers, InputCopiesOverlapCompute) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 4 --devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(r.number("input_overlap"), 0.0) << r.output;
+}
+
+TEST(IteratorTowers, TowersKeepBitIdenticalParameters) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 6 --devices 4 --check-every 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("param_checks"), "6") << r.output;
+}
+
+TEST(IteratorTowers, AnInjectedDivergenceStopsTraining) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 6 --devices 4 --check-every 3 "
+               "--inject-divergence 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << "training must stop at the check\n" << r.output;
+  // Changed after step 1, caught by the next check, after step 2; tower 3 is named.
+  EXPECT_NE(r.output.find("differ after step 2: towers 0, 1, 2 have checksum"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("tower 3 has checksum"), std::string::npos) << r.output;
+}
+
+TEST(IteratorTowers, NcclOnTheHostBackendIsAUsageError) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 1 --devices 2 --allreduce nccl");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--allreduce nccl needs the cuda backend"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--allreduce ring"), std::string::npos) << r.output;
+}
+
+TEST(IteratorTowers, UnknownAllReduceIsRefused) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 1 --allreduce tree");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--allreduce"), std::string::npos) << r.output;
+}
+
+// With two towers the ring computes each element's sum as g1 + g0 on one tower and
+// g0 + g1 on the other; float addition is commutative, so both equal chapter 3's
+// g0 + g1, and 1/2 scales exactly. The iterators deliver chapter 3's examples with
+// chapter 3's distortions. So the parameters agree bit for bit, step after step.
+TEST(IteratorTowers, TwoTowersReachChapter3sParametersBitForBit) {
+  auto ch3 = temp_file("ch3-2.ckpt"), ch4 = temp_file("ch4-2.ckpt");
+  auto a = run("03_stream_towers", kSmall + "--steps 3 --devices 2 --save-params " + ch3.string());
+  auto b = run("04_nccl_iterator", kSmall + "--steps 3 --devices 2 --save-params " + ch4.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(saved_params(ch3), saved_params(ch4))
+      << "same data, same sums: feeding from iterators must not change the math";
+}
+
+// With four towers, chapter 3 sums ((g0 + g1) + g2) + g3. The ring sums chunk c starting
+// at tower c: ((g_c + g_c+1) + g_c+2) + g_c+3 (indices mod 4). For chunk 0 that is chapter
+// 3's order, so after one step those parameters agree bit for bit; the other chunks are
+// the same four numbers added in another order, which float rounding may change by an ulp
+// or two of the sum. Multiplied by the learning rate, that is far below 1e-5 of the
+// largest update, the bound we check. After more steps the differences travel through
+// the next forward and backward passes, so we only compare the first step.
+TEST(IteratorTowers, FourTowersMatchChapter3UpToSummationOrder) {
+  auto start_file = temp_file("start.ckpt"), ch3 = temp_file("ch3-4.ckpt"),
+       ch4 = temp_file("ch4-4.ckpt");
+  auto s = run("03_stream_towers", kSmall + "--steps 0 --devices 1 --save-params " + start_file.string());
+  auto a = run("03_stream_towers", kSmall + "--steps 1 --devices 4 --save-params " + ch3.string());
+  auto b = run("04_nccl_iterator", kSmall + "--steps 1 --devices 4 --save-params " + ch4.string());
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto p0 = saved_params(start_file), p3 = saved_params(ch3), p4 = saved_params(ch4);
+  ASSERT_EQ(p4.size(), model::kNumParameters);
+  const Chunk first = ring_chunk(p4.size(), 4, 0);
+  std::size_t chunk0_mismatches = 0, differing = 0;
+  double largest_update = 0, largest_difference = 0;
+  for (std::size_t i = 0; i < p4.size(); ++i) {
+    largest_update = std::max(largest_update, std::abs(double(p3[i]) - p0[i]));
+    largest_difference = std::max(largest_difference, std::abs(double(p4[i]) - p3[i]));
+    if (p4[i] != p3[i]) {
+      ++differing;
+      if (i < first.offset + first.size) ++chunk0_mismatches;
+    }
+  }
+  std::printf("4 towers: %zu of %zu parameters differ; largest update %.3g, largest difference "
+              "%.3g\n", differing, p4.size(), largest_update, largest_difference);
+  EXPECT_EQ(chunk0_mismatches, 0u) << "chunk 0 is summed in chapter 3's order";
+  EXPECT_GT(largest_update, 0.0);
+  EXPECT_LE(largest_difference, 1e-5 * largest_update);
+}
+
+}  // namespace
+}  // namespace towers
