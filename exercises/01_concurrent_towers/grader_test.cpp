@@ -217,8 +217,8 @@ TEST_P(MeetingTowers, EachTowerRecordsItsDoneEventAfterItsWork) {
     EXPECT_FALSE(complete_while_running[i])
         << "expected tower " << i << "'s done event to complete only after its work, got "
            "complete while tower " << i << " still ran; hint: towers[i].stream->record("
-           "*towers[i].done) right after tower_loss(i) (an event never recorded counts as "
-           "complete)";
+           "*towers[i].done) right after tower_loss(i), and do not wait for the tower on the "
+           "host (an event never recorded counts as complete)";
     EXPECT_TRUE(towers.done[i]->query())
         << "expected tower " << i << "'s done event complete once its stream finished, got "
            "not complete; hint: record it on towers[i].stream, not on another stream";
