@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+"""The tutorial's CIFAR-10 model trained in PyTorch on the CPU: bench_train's yardstick.
+
+    python3 bench/torch_cifar10.py --threads 2 --batch-size 128 --warmup 5 --steps 50
+
+Times forward + backward + SGD on one fixed random batch, the way bench_train times
+towers (each step from its start to its end, median and best), and ends with
+
+    summary: framework=pytorch threads=2 batch_size=128 images_per_sec=... images_per_sec_best=...
+
+The model is cifar10.py's: conv 5x5x64 + ReLU, max pool 3x3/2, LRN, conv 5x5x64 + ReLU,
+LRN, max pool, local3 (384) + ReLU, local4 (192) + ReLU, softmax_linear (10), weight
+decay 0.004 on local3 and local4, learning rate 0.1. Two details differ from TensorFlow
+without changing the work: PyTorch's LocalResponseNorm divides alpha by the window size
+(so alpha = 0.001 here gives TF's 0.001 / 9), and its pooling pads symmetrically where
+TF's SAME pads only after (same output shape, same number of comparisons).
+"""
+import argparse
+import statistics
+import time
+
+import torch
+from torch import nn
+
+
+def model():
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 5, padding=2), nn.ReLU(),
+        nn.MaxPool2d(3, 2, padding=1),
+        nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0),
+        nn.Conv2d(64, 64, 5, padding=2), nn.ReLU(),
+        nn.LocalResponseNorm(9, alpha=0.001, beta=0.75, k=1.0),
+        nn.MaxPool2d(3, 2, padding=1),
+        nn.Flatten(),
+        nn.Linear(6 * 6 * 64, 384), nn.ReLU(),
+        nn.Linear(384, 192), nn.ReLU(),
+        nn.Linear(192, 10),
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=50)
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    net = model()
+    decayed = [net[9].weight, net[11].weight]  # local3, local4
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    images = torch.randn(args.batch_size, 3, 24, 24)
+    labels = torch.randint(0, 10, (args.batch_size,))
+
+    def step():
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(net(images), labels)
+        loss = loss + 0.004 * sum((w * w).sum() / 2 for w in decayed)
+        loss.backward()
+        optimizer.step()
+        return time.perf_counter() - start, loss.item()
+
+    first_loss = None
+    for _ in range(args.warmup):
+        _, loss = step()
+        first_loss = loss if first_loss is None else first_loss
+    times = []
+    for _ in range(args.steps):
+        seconds, loss = step()
+        times.append(seconds)
+        first_loss = loss if first_loss is None else first_loss
+    med, best = statistics.median(times), min(times)
+    print(f"# pytorch {torch.__version__}: {args.threads} threads, batch {args.batch_size}, "
+          f"median {med * 1e3:.2f} ms, best {best * 1e3:.2f} ms, "
+          f"loss {first_loss:.4f} -> {loss:.4f}")
+    print(f"summary: framework=pytorch threads={args.threads} batch_size={args.batch_size} "
+          f"images_per_sec={args.batch_size / med:.1f} "
+          f"images_per_sec_best={args.batch_size / best:.1f} step_ms={med * 1e3:.2f}")
+
+
+if __name__ == "__main__":
+    main()
