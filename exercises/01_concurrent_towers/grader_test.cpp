@@ -46,7 +46,6 @@ struct Towers {
 
   // Calls the student's run_step. An unfinished TODO (NotImplemented) is reported once,
   // as a note, so a test still judges only its own criterion; other exceptions fail.
-  // `average_calls` counts calls of average_gradients and checks the stream it is given.
   void run_step_with(const TowerLoss& tower_loss, const AverageGradients& average) {
     try {
       run_step(step, tower_loss, *meet, average);
