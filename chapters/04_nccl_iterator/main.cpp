@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
     const int num_gpus = training.num_towers();
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
-    auto allreduce = make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
+    auto allreduce =
+        make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
     // Every tower owns its variables: parameters and moving averages, on its device.
     std::vector<Buffer> params, averages;
     std::vector<float*> param_ptrs, grads;
@@ -46,8 +47,9 @@ int main(int argc, char** argv) {
     for (auto& tower : towers) {
       params.push_back(tower->device->allocate(param_bytes));
       averages.push_back(tower->device->allocate(param_bytes));
-      tower->stream->copy(params.back().data(), training.initial_params(), param_bytes, "copy params");
-      tower->stream->copy(averages.back().data(), training.initial_params(), param_bytes, "copy params");
+      for (Buffer* v : {&params.back(), &averages.back()}) {
+        tower->stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
+      }
       param_ptrs.push_back(params.back().as<float>());
       grads.push_back(tower->grads.as<float>());
       streams.push_back(tower->stream.get());
@@ -63,11 +65,11 @@ int main(int argc, char** argv) {
       // docs-begin: iterator-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
-        const data::Batch batch = inputs[i].next();  // made ahead; blocks only if behind
+        const data::Batch batch = inputs[i].next();  // made ahead: blocks only if behind
         training.probe(tower);
-        tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
-        tower_loss(tower, param_ptrs[i], batch);        // returns at once
-        inputs[i].release(batch, *tower.stream);        // refilled after this step has read it
+        tower.stream->wait(*batch.ready);            // tower i waits for its own batch only
+        tower_loss(tower, param_ptrs[i], batch);     // returns at once
+        inputs[i].release(batch, *tower.stream);     // refilled after this step has read it
       }
       // docs-end: iterator-towers
       // docs-begin: allreduce-update

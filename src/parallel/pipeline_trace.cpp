@@ -58,7 +58,9 @@ void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
     }
     if (e.name != kInputCopy) compute.push_back({e.start_us, e.end_us});
   }
-  for (const auto& [step, span] : allreduce) allreduce_ms_.push_back((span.second - span.first) / 1000.0);
+  for (const auto& [step, span] : allreduce) {
+    allreduce_ms_.push_back((span.second - span.first) / 1000.0);
+  }
 
   const auto busy = union_of(std::move(compute));
   for (const auto& e : events) {

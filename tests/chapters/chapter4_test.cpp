@@ -62,8 +62,8 @@ TEST(IteratorTowers, SeveralTowersOnOneDeviceShareTheRing) {
 // The input is made while the towers compute: during step s each iterator distorts batch
 // s+2 (prefetch 2) into the slot that step s released and copies it to the device as soon
 // as the compute that read the slot is done, so its "copy input" op runs while its tower
-// runs the all-reduce and update, or other towers their backward pass. Measured on the trace: input_overlap is
-// the fraction of copy time during which some tower was computing.
+// runs the all-reduce and update, or other towers their backward pass. Measured on the
+// trace: input_overlap is the fraction of copy time during which some tower was computing.
 TEST(IteratorTowers, InputCopiesOverlapCompute) {
   auto r = run("04_nccl_iterator", kSmall + "--steps 4 --devices 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -82,15 +82,16 @@ TEST(IteratorTowers, AnInjectedDivergenceStopsTraining) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(r.summaries.empty()) << "training must stop at the check\n" << r.output;
   // Changed after step 1, caught by the next check, after step 2; tower 3 is named.
-  EXPECT_NE(r.output.find("differ after step 2: towers 0, 1, 2 have checksum"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("differ after step 2: towers 0, 1, 2 have checksum"),
+            std::string::npos) << r.output;
   EXPECT_NE(r.output.find("tower 3 has checksum"), std::string::npos) << r.output;
 }
 
 TEST(IteratorTowers, NcclOnTheHostBackendIsAUsageError) {
   auto r = run("04_nccl_iterator", kSmall + "--steps 1 --devices 2 --allreduce nccl");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("--allreduce nccl needs the cuda backend"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--allreduce nccl needs the cuda backend"), std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("--allreduce ring"), std::string::npos) << r.output;
 }
 
@@ -124,7 +125,8 @@ TEST(IteratorTowers, TwoTowersReachChapter3sParametersBitForBit) {
 TEST(IteratorTowers, FourTowersMatchChapter3UpToSummationOrder) {
   auto start_file = temp_file("start.ckpt"), ch3 = temp_file("ch3-4.ckpt"),
        ch4 = temp_file("ch4-4.ckpt");
-  auto s = run("03_stream_towers", kSmall + "--steps 0 --devices 1 --save-params " + start_file.string());
+  auto s = run("03_stream_towers",
+               kSmall + "--steps 0 --devices 1 --save-params " + start_file.string());
   auto a = run("03_stream_towers", kSmall + "--steps 1 --devices 4 --save-params " + ch3.string());
   auto b = run("04_nccl_iterator", kSmall + "--steps 1 --devices 4 --save-params " + ch4.string());
   ASSERT_EQ(s.exit_code, 0) << s.output;
