@@ -92,10 +92,14 @@ long long run_case(const Case& c, int repeats) {
   return wrong;
 }
 
-int run(int batch_size, int repeats) {
-  if (batch_size < 1 || repeats < 1) throw UsageError("--batch-size and --repeats must be >= 1");
-  // norm1/norm2: [B * 12 * 12, 64]; inputs like the model's (post-ReLU, O(1)).
-  const int pixels = batch_size * 12 * 12, channels = 64, n = pixels * channels;
+int run(int batch_size, int channels, int repeats) {
+  if (batch_size < 1 || channels < 1 || repeats < 1) {
+    throw UsageError("--batch-size, --channels and --repeats must be at least 1");
+  }
+  // norm1/norm2: [B * 12 * 12, C]; inputs like the model's (post-ReLU, O(1)). C comes from
+  // the command line, as it does for the kernels: a constant would let the compiler turn
+  // the reference's i % C into cheaper arithmetic than the host loops ever see.
+  const int pixels = batch_size * 12 * 12, n = pixels * channels;
   const math::LrnParams p;
   const std::vector<float> x = random_floats(n, 0.0f, 3.0f, 1);
   const std::vector<float> dy = random_floats(n, -1.0f, 1.0f, 2);
@@ -128,19 +132,19 @@ int run(int batch_size, int repeats) {
                    },
                    {&dx_ref},
                    {&dx}});
-  // conv1's bias + ReLU: [B * 24 * 24, 64] (bias_add works in place: fresh copies each run).
-  const int rows1 = batch_size * 24 * 24, n1 = rows1 * 64;
+  // conv1's bias + ReLU: [B * 24 * 24, C] (bias_add works in place: fresh copies each run).
+  const int rows1 = batch_size * 24 * 24, n1 = rows1 * channels;
   const std::vector<float> pre = random_floats(n1, -1.0f, 1.0f, 3);
-  const std::vector<float> bias = random_floats(64, -0.1f, 0.1f, 4);
+  const std::vector<float> bias = random_floats(channels, -0.1f, 0.1f, 4);
   std::vector<float> b_ref(n1), b_host(n1);
   cases.push_back({"bias_add", n1,
                    [&] {
                      std::copy(pre.begin(), pre.end(), b_ref.begin());
-                     for (int i = 0; i < n1; ++i) b_ref[i] = math::bias_add(i, b_ref.data(), bias.data(), 64);
+                     for (int i = 0; i < n1; ++i) b_ref[i] = math::bias_add(i, b_ref.data(), bias.data(), channels);
                    },
                    [&] {
                      std::copy(pre.begin(), pre.end(), b_host.begin());
-                     host::bias_add(rows1, 64, bias.data(), b_host.data());
+                     host::bias_add(rows1, channels, bias.data(), b_host.data());
                    },
                    {&b_ref},
                    {&b_host}});
@@ -186,10 +190,12 @@ int run(int batch_size, int repeats) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Host loops of kernels/host vs the per-element math:: loop: time and #wrong bits"};
-  int batch_size = 128, repeats = 10;
+  int batch_size = 128, channels = 64, repeats = 10;
   app.add_option("--batch-size", batch_size, "the model's shapes at this batch")
+      ->capture_default_str();
+  app.add_option("--channels", channels, "channels of every tensor (the model's: 64)")
       ->capture_default_str();
   app.add_option("--repeats", repeats, "runs per loop; best and median reported")
       ->capture_default_str();
-  return towers::run_program(app, argc, argv, [&] { return towers::run(batch_size, repeats); });
+  return towers::run_program(app, argc, argv, [&] { return towers::run(batch_size, channels, repeats); });
 }

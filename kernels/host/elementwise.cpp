@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Host loops for the elementwise ops (kernels/math/elementwise.hpp).
+#include <cstddef>
+
 #include "kernels/host/kernels.hpp"
 #include "kernels/math/elementwise.hpp"
 
 namespace towers::host {
 
 void bias_add(int rows, int channels, const float* bias, float* y) {
-  const int n = rows * channels;  // y: [rows, channels]
-  for (int i = 0; i < n; ++i) y[i] = math::bias_add(i, y, bias, channels);
+  // y: [rows, channels], one row at a time. This is math::bias_add with its bias index
+  // i % channels known to be c: the per-element division it costs (more than the add)
+  // is gone, and the row vectorizes. Same sums, bit for bit (bench_host_ops checks).
+  for (int row = 0; row < rows; ++row) {
+    float* y_row = y + static_cast<std::size_t>(row) * channels;
+    for (int c = 0; c < channels; ++c) y_row[c] = y_row[c] + bias[c];
+  }
 }
 
 void relu_forward(int n, const float* x, float* y) {

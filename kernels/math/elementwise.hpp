@@ -22,9 +22,11 @@ TOWERS_HD inline float relu_forward(int i, const float* x) { return x[i] > 0.0f 
 
 /// Element `i` of dx = dy where the ReLU's output y was positive, else 0. Uses the output,
 /// as TensorFlow's ReluGrad does; y > 0 exactly where the input was > 0, so at x = 0 the
-/// gradient is 0.
+/// gradient is 0. dy[i] is read whatever y[i] is: a select, not a branch, so the host loop
+/// needs no (unpredictable: half the outputs are 0) branch per element and vectorizes.
 TOWERS_HD inline float relu_backward(int i, const float* y, const float* dy) {
-  return y[i] > 0.0f ? dy[i] : 0.0f;
+  const float gradient = dy[i];
+  return y[i] > 0.0f ? gradient : 0.0f;
 }
 
 /// Element `i` of w - learning_rate * grad: one step of plain gradient descent

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/math/conv.hpp"
@@ -68,33 +69,41 @@ void host_col2im(const float* dcol, Nhwc s, int k, float* dx) {
 
 // Output pixel (n, oy, ox) takes, channel by channel, the first largest real cell of its
 // window (rows y0.., columns x0.., row-major), with the input's flat index as argmax.
+// The running maximum lives in buffers of its own, which the compiler can see alias
+// neither x nor each other, so the compare-and-select runs vectorize without checks.
 void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax) {
   const Nhwc out = math::max_pool_output_shape(in);
   const int c = in.channels;
+  std::vector<float> best(static_cast<std::size_t>(c));
+  std::vector<int> where(static_cast<std::size_t>(c));
   for (int n = 0; n < out.batch; ++n) {
     for (int oy = 0; oy < out.height; ++oy) {
       for (int ox = 0; ox < out.width; ++ox) {
-        float* best = y + out.offset(n, oy, ox, 0);
-        int* where = argmax + out.offset(n, oy, ox, 0);
         const int y0 = oy * math::kPoolStride - math::pool_pad_before(in.height);
         const int x0 = ox * math::kPoolStride - math::pool_pad_before(in.width);
         bool first = true;
         for (int iy = std::max(y0, 0); iy < std::min(y0 + math::kPoolWindow, in.height); ++iy) {
           for (int ix = std::max(x0, 0); ix < std::min(x0 + math::kPoolWindow, in.width); ++ix) {
             const int base = in.offset(n, iy, ix, 0);
+            const float* cell = x + base;
             if (first) {
-              for (int j = 0; j < c; ++j) best[j] = x[base + j], where[j] = base + j;
+              for (int j = 0; j < c; ++j) best[j] = cell[j], where[j] = base + j;
               first = false;
               continue;
             }
-            // Selects instead of branches, so the compiler can vectorize the run.
+            // Selects instead of branches, so the compiler can vectorize the run; the
+            // index is selected with a mask (all ones where larger), a form GCC 12 turns
+            // into vector code where `larger ? base + j : where[j]` stays a branch.
             for (int j = 0; j < c; ++j) {
-              const bool larger = x[base + j] > best[j];
-              best[j] = larger ? x[base + j] : best[j];
-              where[j] = larger ? base + j : where[j];
+              const bool larger = cell[j] > best[j];
+              const int mask = -static_cast<int>(larger);
+              best[j] = larger ? cell[j] : best[j];
+              where[j] = (mask & (base + j)) | (~mask & where[j]);
             }
           }
         }
+        std::copy(best.begin(), best.end(), y + out.offset(n, oy, ox, 0));
+        std::copy(where.begin(), where.end(), argmax + out.offset(n, oy, ox, 0));
       }
     }
   }
