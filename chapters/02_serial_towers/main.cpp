@@ -41,12 +41,12 @@ int main(int argc, char** argv) {
       tower_grad_ptrs.push_back(tower_grads.back().as<float>());
     }
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
-    auto copy_params_to_devices = [&] {
+    auto copy_params_to_devices = [&] {  // one device after the other, like the towers
       for (auto& replica : training.replicas()) {
-        towers[replica->device->index()]->stream->copy(replica->params.data(), params.data(),
-                                                       n * sizeof(float), "copy params");
+        Stream& stream = *towers[replica->device->index()]->stream;
+        stream.copy(replica->params.data(), params.data(), n * sizeof(float), "copy params");
+        stream.synchronize();
       }
-      for (auto& tower : towers) tower->stream->synchronize();
     };
     copy_params_to_devices();
 

@@ -74,7 +74,7 @@ void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>
 }
 
 void TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {
-  traces_->print_last_timeline(title + " (last step)");
+  traces_->print_last_timeline(title);
   Summary summary = tower_summary(flags_, *runtime_, num_towers(), *traces_, *log_, last_loss_);
   summary.add("towers_meet", towers_meet);
   if (rendezvous_) summary.add("rendezvous", rendezvous_->all_met() ? "met" : "timeout");

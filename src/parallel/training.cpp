@@ -101,8 +101,8 @@ double StepTraces::mean_host_enqueue_ms() const {
 }
 
 void StepTraces::print_last_timeline(const std::string& title) const {
-  std::printf("\n%s", render_timeline(last_events_, {64, title, 0}).c_str());
-  write_trace_files(files_, all_, title);
+  std::printf("\n%s", render_timeline(last_events_, {64, title + " (last step)", 0}).c_str());
+  write_trace_files(files_, all_, title + " (all steps)");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
