@@ -17,11 +17,15 @@
 // host backend each device is one worker thread, so N devices need N free cores.
 //
 // Correctness next to the speed: both chapters train the same towers on the same
-// batches from the same seed, so their final losses must agree (column "same loss");
-// max_conc is chapter 3's most towers seen running at once in the trace.
+// batches from the same seed, so their final losses must agree (column "same loss"): to
+// every printed digit on the host backend, where the two averages and updates are the
+// same arithmetic; within 0.1% on cuda, where chapter 3's update runs in a kernel (which
+// may fuse multiply and add) and chapter 2's on the host. max_conc is chapter 3's most
+// towers seen running at once in the trace.
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -103,7 +107,11 @@ int run(const BenchOptions& options) {
       }
     }
     const double ch2 = step_ms(best[0]), ch3 = step_ms(best[1]);
-    const bool same = best[0].at("final_loss") == best[1].at("final_loss");
+    const double loss2 = std::stod(best[0].at("final_loss"));
+    const double loss3 = std::stod(best[1].at("final_loss"));
+    const bool same = options.backend == "host"
+                          ? best[0].at("final_loss") == best[1].at("final_loss")
+                          : std::fabs(loss2 - loss3) <= 1e-3 * std::max(1.0, std::fabs(loss2));
     all_same = all_same && same;
     std::printf("  %7d  %6s  %12.2f  %12.2f  %8.2f  %8s  %10s  %10s  %9s\n", devices,
                 best[1].at("towers").c_str(), ch2, ch3, ch2 / ch3,
