@@ -17,24 +17,30 @@ namespace {
 using Ctx = CudaLaunchContext;
 
 // col[pixels, k*k*C]: row (n, oy, ox) holds, tap by tap (kh, kw), the C channels of input
-// pixel (oy + kh - k/2, ox + kw - k/2), or C zeros where that pixel is padding.
+// pixel (oy + kh - k/2, ox + kw - k/2), or C zeros where that pixel is padding. The taps
+// of one kernel row kh are k neighbouring pixels of one input row, contiguous in NHWC as
+// they are in col: one copy per kernel row for the taps inside the image, zeros around
+// it. (One copy per tap costs a library call per 3 floats in conv1.)
 void host_im2col(const float* x, Nhwc s, int k, float* col) {
   const int c = s.channels;
-  const std::size_t run = static_cast<std::size_t>(c) * sizeof(float);
+  const std::size_t run = static_cast<std::size_t>(c) * sizeof(float);  // one tap
   float* out = col;
   for (int n = 0; n < s.batch; ++n) {
     for (int oy = 0; oy < s.height; ++oy) {
       for (int ox = 0; ox < s.width; ++ox) {
-        for (int kh = 0; kh < k; ++kh) {
+        // Taps kw in [first, last) read real pixels: 0 <= ox + kw - k/2 < width.
+        const int first = std::max(0, k / 2 - ox);
+        const int last = std::min(k, s.width - ox + k / 2);
+        for (int kh = 0; kh < k; ++kh, out += k * c) {
           const int iy = oy + kh - k / 2;
-          for (int kw = 0; kw < k; ++kw, out += c) {
-            const int ix = ox + kw - k / 2;
-            if (iy < 0 || iy >= s.height || ix < 0 || ix >= s.width) {
-              std::memset(out, 0, run);  // all-zero bits are 0.0f
-            } else {
-              std::memcpy(out, x + s.offset(n, iy, ix, 0), run);
-            }
+          if (iy < 0 || iy >= s.height || first >= last) {
+            std::memset(out, 0, k * run);  // all-zero bits are 0.0f
+            continue;
           }
+          std::memset(out, 0, first * run);
+          std::memcpy(out + first * c, x + s.offset(n, iy, ox + first - k / 2, 0),
+                      (last - first) * run);
+          std::memset(out + last * c, 0, (k - last) * run);
         }
       }
     }
