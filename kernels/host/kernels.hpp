@@ -2,8 +2,11 @@
 // Host loops: every op of kernels/math run over its index space on the CPU.
 //
 // Each function is the host twin of the CUDA launcher of the same name in
-// kernels/cuda/kernels.hpp: the same arguments (without the launch context), the same
-// math function per element, the elements visited in increasing index order. The host
+// kernels/cuda/kernels.hpp: the same arguments (without the launch context) and the same
+// math function per element, with two exceptions that give the same bits by another
+// route: lrn (computes each pixel's squares once, then sums each window in the same
+// order) and bias_add (walks rows instead of dividing each index); their .cpp files say
+// how, and tests/ops compares them with the math functions bit for bit. The host
 // backend's streams call these on their worker threads; tests call them directly as the
 // oracle for the CUDA kernels. Pointers are host memory; they run on the calling thread
 // and return when done.
