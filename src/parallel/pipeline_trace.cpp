@@ -5,26 +5,12 @@
 #include <map>
 #include <utility>
 
+#include "trace/analysis.hpp"
+
 namespace towers {
 namespace {
 
 constexpr const char* kInputCopy = "copy input";  // data/iterator.cpp's copy stream op
-
-using Interval = std::pair<double, double>;
-
-// Sorted, disjoint union of `intervals`.
-std::vector<Interval> union_of(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> merged;
-  for (const auto& iv : intervals) {
-    if (!merged.empty() && iv.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, iv.second);
-    } else {
-      merged.push_back(iv);
-    }
-  }
-  return merged;
-}
 
 // Length of the part of [start, end) covered by the disjoint, sorted `cover`.
 double covered_us(double start, double end, const std::vector<Interval>& cover) {

@@ -7,11 +7,7 @@
 #include <utility>
 
 namespace towers {
-namespace {
 
-using Interval = std::pair<double, double>;
-
-// Merges overlapping or touching intervals into a sorted, disjoint list.
 std::vector<Interval> union_of(std::vector<Interval> intervals) {
   std::sort(intervals.begin(), intervals.end());
   std::vector<Interval> merged;
@@ -24,8 +20,6 @@ std::vector<Interval> union_of(std::vector<Interval> intervals) {
   }
   return merged;
 }
-
-}  // namespace
 
 std::vector<TraceEvent> events_of_step(const std::vector<TraceEvent>& events, int step) {
   std::vector<TraceEvent> out;

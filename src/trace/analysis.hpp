@@ -10,6 +10,7 @@
 // Intervals that only touch (one ends where the next starts) do not overlap.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "trace/trace.hpp"
@@ -25,6 +26,12 @@ struct StepAnalysis {
   double tower_busy_ms = 0;       ///< time with at least one tower busy
   double host_enqueue_ms = 0;     ///< host time spent enqueueing the step
 };
+
+/// A time interval [first, second) in microseconds.
+using Interval = std::pair<double, double>;
+
+/// The sorted, disjoint union of `intervals` (overlapping or touching ones merged).
+std::vector<Interval> union_of(std::vector<Interval> intervals);
 
 /// Analyses the spans of one step (all spans when `step` is -1).
 StepAnalysis analyze_step(const std::vector<TraceEvent>& events, int step);

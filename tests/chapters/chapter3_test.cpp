@@ -19,14 +19,9 @@ using testing::run;
 const std::string kSmall = "--backend host --batch-size 16 --log-every 1 ";
 
 std::filesystem::path temp_file(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("towers-ch3-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  return testing::temp_file("towers-ch3", name);
 }
-
-std::vector<float> saved_params(const std::filesystem::path& file) {
-  return model::load_checkpoint(file).params;
-}
+using testing::saved_params;
 
 TEST(StreamTowers, TowersOverlapWithinAStep) {
   auto r = run("03_stream_towers", kSmall + "--steps 3 --devices 2");

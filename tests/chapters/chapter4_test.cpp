@@ -22,14 +22,9 @@ using testing::run;
 const std::string kSmall = "--backend host --batch-size 8 --log-every 1 ";
 
 std::filesystem::path temp_file(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("towers-ch4-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  return testing::temp_file("towers-ch4", name);
 }
-
-std::vector<float> saved_params(const std::filesystem::path& file) {
-  return model::load_checkpoint(file).params;
-}
+using testing::saved_params;
 
 TEST(IteratorTowers, TowersOverlapAndMeetInTheAllReduce) {
   auto r = run("04_nccl_iterator", kSmall + "--steps 3 --devices 2");

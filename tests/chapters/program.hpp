@@ -2,12 +2,16 @@
 // Runs a chapter program the way a learner does and reads what it prints.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "cli/summary.hpp"
+#include "model/checkpoint.hpp"
 
 namespace towers::testing {
 
@@ -38,6 +42,18 @@ inline ProgramRun run(const std::string& program, const std::string& args) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.summaries = parse_summaries(result.output);
   return result;
+}
+
+/// A file `name` in a folder of this test process's own under the temp directory.
+inline std::filesystem::path temp_file(const std::string& prefix, const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+/// The parameters a chapter wrote with --save-params.
+inline std::vector<float> saved_params(const std::filesystem::path& file) {
+  return model::load_checkpoint(file).params;
 }
 
 }  // namespace towers::testing
