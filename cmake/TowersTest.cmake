@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# towers_add_test(<name> SOURCES a.cpp ... LIBS lib ... LABELS label ...)
+# towers_add_test(<name> SOURCES a.cpp ... LIBS lib ... LABELS label)
+# One label: gtest_discover_tests cannot pass a list-valued property through.
 # One GoogleTest executable, its tests discovered one by one and labelled so that
 # `ctest -L runtime` runs one area.
 function(towers_add_test name)
