@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
       std::string title = std::string("mode=") + mode +
           (wait_after_each ? ": synchronize after each launch" : ": enqueue all, then wait once");
       std::printf("\n%s", render_timeline(events, {64, title, axis_ms}).c_str());
-      Summary().add("mode", mode)
+      Summary().add("mode", mode).add("towers", num_gpus)
           .add("max_concurrent_towers", analysis.max_concurrent_towers)
           .add("step_ms", step_ms, 1).print();
     }
