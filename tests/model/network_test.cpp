@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Network on the host backend with freshly initialized parameters: the loss at step 0 is
 // the tutorial's ~4.67, SGD on one batch lowers it, and predict() counts what the logits
-// say. A disabled test measures host throughput at batch 128:
-//   test_model --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'
+// say. Throughput is measured by bench/train_bench.cpp, not here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <numeric>
 #include <vector>
 
@@ -110,47 +107,6 @@ TEST(Network, RejectsABadBatchSizeAndActivationName) {
   EXPECT_THROW(Network(io.device(), 0), std::invalid_argument);
   Network net(io.device(), 2);
   EXPECT_THROW(net.activation("conv3"), std::out_of_range);
-}
-
-// forward_backward + SGD at batch 128, 1 and 2 BLAS threads: images/s and the ops that
-// take the time (from the trace). Not a claim, a measurement: disabled by default.
-TEST(Network, DISABLED_HostThroughputAtBatch128) {
-  constexpr int kBatch = 128, kSteps = 4;
-  DeviceIo io(Backend::kHost);
-  const Batch batch = synthetic_batch(io, kBatch, 5);
-  float* params = initial_params(io, 4);
-  float* grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  Network net(io.device(), kBatch);
-  for (int threads : {1, 2}) {
-    ops::set_host_blas_threads(threads);
-    net.forward_backward(io.stream(), params, batch.images, batch.labels, grads);  // warm up
-    io.stream().synchronize();
-    io.runtime().trace().clear();
-    io.runtime().trace().set_enabled(true);
-    const auto start = std::chrono::steady_clock::now();
-    for (int step = 0; step < kSteps; ++step) {
-      net.forward_backward(io.stream(), params, batch.images, batch.labels, grads);
-      apply_gradients(io.stream(), 0.01f, grads, params);
-    }
-    io.stream().synchronize();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    io.runtime().trace().set_enabled(false);
-    std::printf("BLAS threads %d: %.1f images/s (%.3f s/step)\n", threads,
-                kBatch * kSteps / seconds, seconds / kSteps);
-    std::map<std::string, double> by_op;
-    for (const TraceEvent& e : io.runtime().trace().collect()) {
-      by_op[e.name] += e.end_us - e.start_us;
-    }
-    std::vector<std::pair<double, std::string>> sorted;
-    for (const auto& [name, us] : by_op) sorted.emplace_back(us, name);
-    std::sort(sorted.rbegin(), sorted.rend());
-    for (const auto& [us, name] : sorted) {
-      std::printf("  %-16s %8.1f ms/step  %5.1f%%\n", name.c_str(), us / 1e3 / kSteps,
-                  100.0 * us / 1e6 / seconds);
-    }
-  }
-  ops::set_host_blas_threads(1);
 }
 
 }  // namespace
