@@ -2,7 +2,7 @@
 // bench_train: how many images per second one tower trains, forward + backward + SGD
 // update of the tutorial's model, with a per-op breakdown of one step read off the trace.
 //
-//   build/bin/bench_train                      # host: 1 and 2 BLAS threads, PyTorch if present
+//   build/bin/bench_train                      # host: 1 and 2 op threads, PyTorch if present
 //   build/bin/bench_train --backend cuda       # one GPU
 //   build/bin/bench_train --threads 1,2,4 --batch-size 64 --steps 20
 //
@@ -14,10 +14,12 @@
 // gives the median and the best; compare medians across runs, bests across loads.
 //
 // On the host backend a device is one stream is one worker thread: ops run one after
-// another on it, and only OpenBLAS products (gemm, gemv) use the extra threads of
-// --threads. Everything else in the breakdown runs on one core whatever --threads says.
+// another on it, and each op splits its work over --threads threads
+// (kernels/host/parallel.hpp), so every row of the breakdown shrinks with more threads,
+// the small ops (which do not split) excepted.
 //
-// When `python3 -c "import torch"` works, bench/torch_cifar10.py trains the same model in
+// When `python3 -c "import torch"` works (or, failing that, /usr/bin/python3's, where
+// Debian's python3-torch installs), bench/torch_cifar10.py trains the same model in
 // PyTorch with 2 threads on the same batch size in the same run, and the host rows get
 // a ratio to it.
 #include <algorithm>
@@ -52,13 +54,18 @@ using model::kNumParameters;
 // printed when PyTorch is not installed so the host rows still have a yardstick.
 constexpr double kPytorchReferenceImagesPerSec = 840.0;
 
+// Where to look for a Python with torch when --python is not given: the one on PATH,
+// then the system's, where Debian's python3-torch installs (PATH may name another, e.g.
+// a pyenv or virtualenv Python without torch).
+const std::vector<std::string> kPythons = {"python3", "/usr/bin/python3"};
+
 struct BenchOptions {
   int batch_size = 128;
   int warmup = 5;
   int steps = 50;
   std::vector<int> threads = {1, 2};  // host backend only
   bool pytorch = true;
-  std::string python = "python3";
+  std::string python;  // empty: the first of kPythons that has torch
   std::string pytorch_script = TOWERS_BENCH_DIR "/torch_cifar10.py";
 };
 
@@ -205,25 +212,38 @@ struct PytorchResult {
   std::string why;  // when not measured
 };
 
-// Runs bench/torch_cifar10.py when `python -c "import torch"` works; parses its summary.
+// The first Python that can `import torch`: --python only, if given; else kPythons.
+std::string python_with_torch(const BenchOptions& options) {
+  const std::vector<std::string> candidates =
+      options.python.empty() ? kPythons : std::vector<std::string>{options.python};
+  for (const std::string& python : candidates) {
+    const std::string probe = python + " -c 'import torch' >/dev/null 2>&1";
+    if (std::system(probe.c_str()) == 0) return python;
+  }
+  return "";
+}
+
+// Runs bench/torch_cifar10.py when a Python with torch is found; parses its summary.
 PytorchResult run_pytorch(const BenchOptions& options) {
   PytorchResult r;
   if (!options.pytorch) {
     r.why = "skipped (--no-pytorch)";
     return r;
   }
-  const std::string probe = options.python + " -c 'import torch' >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0) {
-    r.why = "not installed";
+  const std::string python = python_with_torch(options);
+  if (python.empty()) {
+    r.why = "not installed (no torch for " +
+            (options.python.empty() ? std::string("python3 or /usr/bin/python3") : options.python) +
+            ")";
     return r;
   }
   std::ostringstream command;
-  command << options.python << " " << options.pytorch_script << " --threads 2 --batch-size "
+  command << python << " " << options.pytorch_script << " --threads 2 --batch-size "
           << options.batch_size << " --warmup " << options.warmup << " --steps " << options.steps
           << " 2>&1";
   std::FILE* pipe = popen(command.str().c_str(), "r");
   if (pipe == nullptr) {
-    r.why = "could not start " + options.python;
+    r.why = "could not start " + python;
     return r;
   }
   std::string text;
@@ -248,6 +268,9 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
   if (options.batch_size < 1 || options.steps < 1 || options.warmup < 0) {
     throw UsageError("--batch-size and --steps must be at least 1, --warmup at least 0");
   }
+  for (int threads : options.threads) {
+    if (threads < 1) throw UsageError("--threads: each count must be at least 1");
+  }
   runtime_options.devices = 1;  // one tower on one device
   auto runtime = Runtime::create(runtime_options);
   const bool host = runtime->backend() == Backend::kHost;
@@ -264,7 +287,7 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
               "ok");
   std::vector<CaseResult> results;
   for (int threads : cases) {
-    if (host) ops::set_host_blas_threads(threads);
+    if (host) ops::set_host_op_threads(threads);
     const CaseResult r = run_case(trainer, options);
     results.push_back(r);
     std::printf("  %-8s  %7s  %5d  %10.2f  %10.2f  %12.1f  %12.1f  %8.4f  %8.4f  %4s\n",
@@ -274,9 +297,9 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
                 r.last_loss, r.ok ? "yes" : "NO");
   }
   for (int threads : cases) {
-    if (host) ops::set_host_blas_threads(threads);
+    if (host) ops::set_host_op_threads(threads);
     print_breakdown(*runtime, trainer,
-                    host ? backend + ", " + std::to_string(threads) + " BLAS thread(s)" : backend);
+                    host ? backend + ", " + std::to_string(threads) + " op thread(s)" : backend);
   }
 
   PytorchResult pytorch;
@@ -331,12 +354,12 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", options.batch_size, "images per step")->capture_default_str();
   app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
   app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
-  app.add_option("--threads", options.threads, "host: BLAS threads, one case each")
+  app.add_option("--threads", options.threads, "host: threads per op, one case each")
       ->delimiter(',')
       ->capture_default_str();
   app.add_flag("!--no-pytorch", options.pytorch, "do not run the PyTorch comparison");
-  app.add_option("--python", options.python, "the Python that may have torch")
-      ->capture_default_str();
+  app.add_option("--python", options.python,
+                 "the Python that may have torch (default: python3, then /usr/bin/python3)");
   app.add_option("--pytorch-script", options.pytorch_script, "bench/torch_cifar10.py")
       ->capture_default_str();
   return towers::run_program(app, argc, argv,

@@ -22,11 +22,17 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 1: train the tutorial's CIFAR-10 model on one device, then evaluate."};
   TrainingFlags flags;
   int device_index = 0;
+  // One device, one tower: on the host backend let each op use every core (the later
+  // chapters give each simulated device one core instead).
+  int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string checkpoint_dir;
   bool resume = false, eval = false;
   add_training_flags(app, flags, /*with_towers=*/false);
   app.add_option("--device", device_index, "which device to train on")->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--host-threads", host_threads,
+                 "host backend: threads each op may use (default: one per core)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "save model.ckpt-<step> here every 1000 steps and at the end");
   app.add_flag("--resume", resume, "continue from the newest checkpoint in --checkpoint-dir");
@@ -38,8 +44,7 @@ int main(int argc, char** argv) {
     flags.runtime.devices = device_index + 1;
     auto runtime = Runtime::create(flags.runtime);
     Device& device = runtime->device(device_index);
-    // One device, one tower: let it use every core (later chapters give each device one).
-    ops::set_host_blas_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    ops::set_host_op_threads(host_threads);
     runtime->trace().set_enabled(!flags.trace_files.json.empty() || !flags.trace_files.svg.empty());
 
     data::Dataset train = load_training_set(flags.data_dir);

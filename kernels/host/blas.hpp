@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Host BLAS: the matrix and vector products of the ops, served by CBLAS (OpenBLAS).
 //
-// All matrices are row-major, as in the rest of towers. Each call runs on the calling
-// thread: by default OpenBLAS gets one thread per call, because on the host backend each
-// simulated device already has its own worker thread per stream, and an OpenBLAS pool
-// per call would make N devices fight over the same cores and blur the trace's picture
-// of what runs in parallel. set_blas_threads() changes that for the whole process.
+// All matrices are row-major, as in the rest of towers. OpenBLAS always runs with one
+// thread per call. gemm and gemv use more cores the way every host op does
+// (parallel.hpp): they split the rows of their result into op_threads() parts and make
+// one single-threaded BLAS call per part. It is faster where it matters: on the 2-core
+// development machine OpenBLAS's own threads took 116 ms for the products of one
+// training step at batch 128, two single-threaded halves 91 ms (the products there have
+// 64 columns, which OpenBLAS's threading splits badly). And one setting now governs
+// every host op, so N devices with one thread each never oversubscribe the cores.
+// A row of c is computed from the same row of op(a) whatever the split; a BLAS may still
+// pick another kernel for a call with fewer rows, so the last bits of a product may
+// depend on the thread count (on the development machine they did not).
 #pragma once
 
 namespace towers::host {
-
-/// Sets how many threads OpenBLAS uses per call, for the whole process (default 1).
-void set_blas_threads(int threads);
 
 /// c[m, n] = alpha * op(a) * op(b) + beta * c, row-major; op(a) is [m, k], op(b) is [k, n],
 /// op(x) = x^T when the matching trans flag is set. lda, ldb, ldc: row strides as stored.

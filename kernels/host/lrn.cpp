@@ -12,9 +12,11 @@
 // remaining per-element expressions are math::'s, term for term.
 // bench_host_ops checks the results against the per-element math:: loops, bit for bit.
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/host/kernels.hpp"
+#include "kernels/host/parallel.hpp"
 #include "kernels/math/lrn.hpp"
 
 namespace towers::host {
@@ -29,14 +31,14 @@ void window_sums(const float* padded, int channels, int r, float* window) {
   }
 }
 
-}  // namespace
-
-void lrn_forward(int pixels, int channels, math::LrnParams p, const float* x, float* y,
-                 float* scale) {
+// Pixels [first, end) of lrn_forward; the parts of the split over the op threads
+// (parallel.hpp) each have their own padded row and write only their own pixels.
+void forward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
+                    const float* x, float* y, float* scale) {
   const int r = p.depth_radius;
   std::vector<float> squares(static_cast<std::size_t>(channels + 2 * r), 0.0f);
   std::vector<float> sums(static_cast<std::size_t>(channels));
-  for (int pixel = 0; pixel < pixels; ++pixel) {  // x, y, scale: [pixels, channels]
+  for (std::int64_t pixel = first; pixel < end; ++pixel) {  // x, y, scale: [pixels, channels]
     const std::size_t base = static_cast<std::size_t>(pixel) * channels;
     const float* row = x + base;
     for (int c = 0; c < channels; ++c) squares[r + c] = row[c] * row[c];
@@ -49,12 +51,14 @@ void lrn_forward(int pixels, int channels, math::LrnParams p, const float* x, fl
   }
 }
 
-void lrn_backward(int pixels, int channels, math::LrnParams p, const float* x, const float* y,
-                  const float* scale, const float* dy, float* dx) {
+// Pixels [first, end) of lrn_backward, as forward_pixels.
+void backward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
+                     const float* x, const float* y, const float* scale, const float* dy,
+                     float* dx) {
   const int r = p.depth_radius;
   std::vector<float> ratios(static_cast<std::size_t>(channels + 2 * r), 0.0f);
   std::vector<float> cross(static_cast<std::size_t>(channels));
-  for (int pixel = 0; pixel < pixels; ++pixel) {  // all: [pixels, channels]
+  for (std::int64_t pixel = first; pixel < end; ++pixel) {  // all: [pixels, channels]
     const std::size_t base = static_cast<std::size_t>(pixel) * channels;
     for (int c = 0; c < channels; ++c) {
       ratios[r + c] = dy[base + c] * y[base + c] / scale[base + c];
@@ -65,6 +69,25 @@ void lrn_backward(int pixels, int channels, math::LrnParams p, const float* x, c
       dx[i] = dy[i] * powf(scale[i], -p.beta) - 2.0f * p.alpha * p.beta * x[i] * cross[c];
     }
   }
+}
+
+// A part gets at least this many pixels (of 64 channels: ~100 microseconds of work).
+constexpr std::int64_t kMinPixelsPerPart = 256;
+
+}  // namespace
+
+void lrn_forward(int pixels, int channels, math::LrnParams p, const float* x, float* y,
+                 float* scale) {
+  parallel_for(pixels, kMinPixelsPerPart, [=](std::int64_t first, std::int64_t end) {
+    forward_pixels(first, end, channels, p, x, y, scale);
+  });
+}
+
+void lrn_backward(int pixels, int channels, math::LrnParams p, const float* x, const float* y,
+                  const float* scale, const float* dy, float* dx) {
+  parallel_for(pixels, kMinPixelsPerPart, [=](std::int64_t first, std::int64_t end) {
+    backward_pixels(first, end, channels, p, x, y, scale, dy, dx);
+  });
 }
 
 }  // namespace towers::host

@@ -7,12 +7,13 @@
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/host/blas.hpp"
 #include "kernels/host/kernels.hpp"
+#include "kernels/host/parallel.hpp"
 
 namespace towers::ops {
 
 using Ctx = CudaLaunchContext;
 
-void set_host_blas_threads(int threads) { host::set_blas_threads(threads); }
+void set_host_op_threads(int threads) { host::set_op_threads(threads); }
 
 void gemm(Stream& stream, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
           const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {

@@ -24,10 +24,11 @@ namespace towers::ops {
 using math::LrnParams;
 using math::Nhwc;
 
-/// How many threads OpenBLAS may use per call on the host backend, for the whole process.
-/// The default, 1, gives each simulated device's stream one core, so N devices use N
-/// cores and the trace shows their overlap honestly; a single-device program may raise it.
-void set_host_blas_threads(int threads);
+/// How many threads one op may use on the host backend, for the whole process (see
+/// kernels/host/parallel.hpp). The default, 1, gives each simulated device's stream one
+/// core, so N devices use N cores and the trace shows their overlap honestly; a
+/// single-device program may raise it. The cuda backend ignores it.
+void set_host_op_threads(int threads);
 
 // ---- Matrix products (CBLAS on host, cuBLAS on cuda) ----
 

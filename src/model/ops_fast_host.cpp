@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda/kernels.hpp"
+#include "kernels/host/parallel.hpp"
 #include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
 
@@ -21,11 +22,12 @@ using Ctx = CudaLaunchContext;
 // of one kernel row kh are k neighbouring pixels of one input row, contiguous in NHWC as
 // they are in col: one copy per kernel row for the taps inside the image, zeros around
 // it. (One copy per tap costs a library call per 3 floats in conv1.)
-void host_im2col(const float* x, Nhwc s, int k, float* col) {
+void host_im2col(const float* x, Nhwc s, int k, float* col, int n_begin, int n_end) {
   const int c = s.channels;
   const std::size_t run = static_cast<std::size_t>(c) * sizeof(float);  // one tap
-  float* out = col;
-  for (int n = 0; n < s.batch; ++n) {
+  float* out = col + static_cast<std::size_t>(n_begin) * s.height * s.width *
+                         math::im2col_columns(k, c);
+  for (int n = n_begin; n < n_end; ++n) {
     for (int oy = 0; oy < s.height; ++oy) {
       for (int ox = 0; ox < s.width; ++ox) {
         // Taps kw in [first, last) read real pixels: 0 <= ox + kw - k/2 < width.
@@ -49,10 +51,10 @@ void host_im2col(const float* x, Nhwc s, int k, float* col) {
 
 // dx pixel (n, iy, ix) = sum over taps (kh, kw) increasing of the dcol run that im2col
 // copied from it: row (n, iy - kh + k/2, ix - kw + k/2), tap (kh, kw).
-void host_col2im(const float* dcol, Nhwc s, int k, float* dx) {
+void host_col2im(const float* dcol, Nhwc s, int k, float* dx, int n_begin, int n_end) {
   const int c = s.channels;
   const int columns = math::im2col_columns(k, c);
-  for (int n = 0; n < s.batch; ++n) {
+  for (int n = n_begin; n < n_end; ++n) {
     for (int iy = 0; iy < s.height; ++iy) {
       for (int ix = 0; ix < s.width; ++ix) {
         float* sum = dx + s.offset(n, iy, ix, 0);
@@ -77,12 +79,13 @@ void host_col2im(const float* dcol, Nhwc s, int k, float* dx) {
 // window (rows y0.., columns x0.., row-major), with the input's flat index as argmax.
 // The running maximum lives in buffers of its own, which the compiler can see alias
 // neither x nor each other, so the compare-and-select runs vectorize without checks.
-void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax) {
+void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax, int n_begin,
+                           int n_end) {
   const Nhwc out = math::max_pool_output_shape(in);
   const int c = in.channels;
   std::vector<float> best(static_cast<std::size_t>(c));
   std::vector<int> where(static_cast<std::size_t>(c));
-  for (int n = 0; n < out.batch; ++n) {
+  for (int n = n_begin; n < n_end; ++n) {
     for (int oy = 0; oy < out.height; ++oy) {
       for (int ox = 0; ox < out.width; ++ox) {
         const int y0 = oy * math::kPoolStride - math::pool_pad_before(in.height);
@@ -115,36 +118,64 @@ void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax) {
   }
 }
 
-void host_max_pool_backward(const float* dy, const int* argmax, Nhwc in, float* dx) {
-  std::fill(dx, dx + in.size(), 0.0f);
-  const int outputs = math::max_pool_output_shape(in).size();
-  for (int o = 0; o < outputs; ++o) dx[argmax[o]] += dy[o];
+// Outputs of image n only have argmax inside image n, so images split without overlap.
+void host_max_pool_backward(const float* dy, const int* argmax, Nhwc in, float* dx, int n_begin,
+                            int n_end) {
+  const std::size_t per_image_in = static_cast<std::size_t>(in.height) * in.width * in.channels;
+  const Nhwc out = math::max_pool_output_shape(in);
+  const std::size_t per_image_out =
+      static_cast<std::size_t>(out.height) * out.width * out.channels;
+  std::fill(dx + n_begin * per_image_in, dx + n_end * per_image_in, 0.0f);
+  for (std::size_t o = n_begin * per_image_out; o < n_end * per_image_out; ++o) {
+    dx[argmax[o]] += dy[o];
+  }
+}
+
+// Runs loop(n_begin, n_end) over the images of a batch, split over the op threads: the
+// loops above write only their own images' outputs, so the parts never overlap.
+template <typename Loop>
+void over_images(int batch, Loop loop) {
+  host::parallel_for(batch, 1, [&](std::int64_t begin, std::int64_t end) {
+    loop(static_cast<int>(begin), static_cast<int>(end));
+  });
 }
 
 }  // namespace
 
 void im2col_fast(Stream& stream, const float* x, Nhwc s, int k, float* col) {
   stream.launch(
-      "im2col", [=] { host_im2col(x, s, k, col); },
+      "im2col",
+      [=] { over_images(s.batch, [&](int n0, int n1) { host_im2col(x, s, k, col, n0, n1); }); },
       [=](const Ctx& c) { cuda::im2col(c, x, s, k, col); });
 }
 
 void col2im_fast(Stream& stream, const float* dcol, Nhwc s, int k, float* dx) {
   stream.launch(
-      "col2im", [=] { host_col2im(dcol, s, k, dx); },
+      "col2im",
+      [=] {
+        over_images(s.batch, [&](int n0, int n1) { host_col2im(dcol, s, k, dx, n0, n1); });
+      },
       [=](const Ctx& c) { cuda::col2im(c, dcol, s, k, dx); });
 }
 
 void max_pool_forward_fast(Stream& stream, const float* x, Nhwc in, float* y, int* argmax) {
   stream.launch(
-      "max_pool", [=] { host_max_pool_forward(x, in, y, argmax); },
+      "max_pool",
+      [=] {
+        over_images(in.batch,
+                    [&](int n0, int n1) { host_max_pool_forward(x, in, y, argmax, n0, n1); });
+      },
       [=](const Ctx& c) { cuda::max_pool_forward(c, x, in, y, argmax); });
 }
 
 void max_pool_backward_fast(Stream& stream, const float* dy, const int* argmax, Nhwc in,
                             float* dx) {
   stream.launch(
-      "max_pool_grad", [=] { host_max_pool_backward(dy, argmax, in, dx); },
+      "max_pool_grad",
+      [=] {
+        over_images(in.batch,
+                    [&](int n0, int n1) { host_max_pool_backward(dy, argmax, in, dx, n0, n1); });
+      },
       [=](const Ctx& c) { cuda::max_pool_backward(c, dy, argmax, in, dx); });
 }
 

@@ -25,7 +25,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
     : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
-  ops::set_host_blas_threads(1);
+  ops::set_host_op_threads(1);
   runtime_->trace().set_enabled(true);
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);

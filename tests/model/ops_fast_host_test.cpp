@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ops_fast_host.hpp: each fast op gives exactly the bits of its ops.hpp twin, on the
-// model's shapes and on odd ones (non-square, 3 channels, kernel 3), on each backend.
+// model's shapes and on odd ones (non-square, 3 channels, kernel 3), on each backend;
+// and on the host with the batch split over three threads.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,6 +13,7 @@
 #include "kernels/math/pool.hpp"
 #include "model/ops.hpp"
 #include "model/ops_fast_host.hpp"
+#include "../ops/op_threads.hpp"
 
 namespace towers::ops {
 namespace {
@@ -86,6 +88,43 @@ TEST_P(FastHostOps, MaxPoolMatchesItsTwinBitForBit) {
     max_pool_backward(io.stream(), dy, argmax, c.shape, dx);
     max_pool_backward_fast(io.stream(), dy, argmax, c.shape, dx_fast);
     EXPECT_EQ(io.download(dx, c.shape.size()), io.download(dx_fast, c.shape.size()));
+  }
+}
+
+TEST(FastHostOpsThreads, SplittingTheBatchGivesTheTwinsBits) {
+  // Each op splits a batch of 5 into three parts of whole images (parallel.hpp).
+  testing::OpThreads setting(3);
+  DeviceIo io(Backend::kHost);
+  for (const Nhwc shape : {Nhwc{5, 12, 12, 64}, Nhwc{5, 24, 24, 3}}) {
+    const int k = 5;
+    const std::size_t cols =
+        static_cast<std::size_t>(shape.pixels()) * math::im2col_columns(k, shape.channels);
+    const float* x = io.upload(random_values(shape.size(), 11));
+    float* col = io.upload(std::vector<float>(cols, -7.0f));
+    float* col_fast = io.upload(std::vector<float>(cols, 7.0f));
+    im2col(io.stream(), x, shape, k, col);
+    im2col_fast(io.stream(), x, shape, k, col_fast);
+    EXPECT_EQ(io.download(col, cols), io.download(col_fast, cols)) << "im2col";
+    float* dx = io.upload(std::vector<float>(shape.size(), -7.0f));
+    float* dx_fast = io.upload(std::vector<float>(shape.size(), 7.0f));
+    col2im(io.stream(), col, shape, k, dx);
+    col2im_fast(io.stream(), col, shape, k, dx_fast);
+    EXPECT_EQ(io.download(dx, shape.size()), io.download(dx_fast, shape.size())) << "col2im";
+
+    const Nhwc out = math::max_pool_output_shape(shape);
+    float* y = io.upload(std::vector<float>(out.size()));
+    int* argmax = io.upload(std::vector<int>(out.size()));
+    float* y_fast = io.upload(std::vector<float>(out.size()));
+    int* argmax_fast = io.upload(std::vector<int>(out.size(), -1));
+    max_pool_forward(io.stream(), x, shape, y, argmax);
+    max_pool_forward_fast(io.stream(), x, shape, y_fast, argmax_fast);
+    EXPECT_EQ(io.download(y, out.size()), io.download(y_fast, out.size())) << "max_pool";
+    EXPECT_EQ(io.download(argmax, out.size()), io.download(argmax_fast, out.size()));
+    const float* dy = io.upload(random_values(out.size(), 12));
+    max_pool_backward(io.stream(), dy, argmax, shape, dx);
+    max_pool_backward_fast(io.stream(), dy, argmax, shape, dx_fast);
+    EXPECT_EQ(io.download(dx, shape.size()), io.download(dx_fast, shape.size()))
+        << "max_pool_grad";
   }
 }
 
