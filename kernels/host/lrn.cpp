@@ -46,7 +46,7 @@ void forward_pixels(std::int64_t first, std::int64_t end, int channels, math::Lr
     for (int c = 0; c < channels; ++c) {
       const float s = p.bias + p.alpha * sums[c];
       scale[base + c] = s;
-      y[base + c] = row[c] * powf(s, -p.beta);
+      y[base + c] = row[c] * math::lrn_factor(s, p.beta);
     }
   }
 }
@@ -66,7 +66,8 @@ void backward_pixels(std::int64_t first, std::int64_t end, int channels, math::L
     window_sums(ratios.data(), channels, r, cross.data());
     for (int c = 0; c < channels; ++c) {
       const std::size_t i = base + c;
-      dx[i] = dy[i] * powf(scale[i], -p.beta) - 2.0f * p.alpha * p.beta * x[i] * cross[c];
+      dx[i] = dy[i] * math::lrn_factor(scale[i], p.beta) -
+              2.0f * p.alpha * p.beta * x[i] * cross[c];
     }
   }
 }

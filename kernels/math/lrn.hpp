@@ -37,6 +37,21 @@ struct LrnForward {
   float scale;  ///< bias + alpha * (sum of squares over the window), kept for backward
 };
 
+/// scale^(-beta), the factor that normalizes a value. For the model's beta = 0.75 it is
+/// computed as 1 / (sqrt(s) * sqrt(sqrt(s))): square roots, a product and a division,
+/// each correctly rounded by IEEE arithmetic on the CPU and by CUDA (which rounds sqrtf
+/// and division correctly unless built with --use_fast_math), so both backends get the
+/// same bits; within 4 ulp of the exact power (powf: 1 ulp); and a loop of them
+/// vectorizes, where powf is a library call per element. TensorFlow's CPU kernel avoids
+/// pow too: rsqrt for beta = 0.5, exp(-beta * log s) for other values such as 0.75.
+TOWERS_HD inline float lrn_factor(float scale, float beta) {
+  if (beta == 0.75f) {
+    const float root = sqrtf(scale);
+    return 1.0f / (root * sqrtf(root));
+  }
+  return powf(scale, -beta);
+}
+
 /// Element `i` of LRN over x[pixels, channels].
 TOWERS_HD inline LrnForward lrn_forward(int i, const float* x, int channels, LrnParams p) {
   const int c = i % channels;
@@ -46,7 +61,7 @@ TOWERS_HD inline LrnForward lrn_forward(int i, const float* x, int channels, Lrn
   float sum = 0.0f;
   for (int j = first; j <= last; ++j) sum += row[j] * row[j];
   const float scale = p.bias + p.alpha * sum;
-  return LrnForward{x[i] * powf(scale, -p.beta), scale};
+  return LrnForward{x[i] * lrn_factor(scale, p.beta), scale};
 }
 
 /// Element `i` of dx for LRN over [pixels, channels], from the forward pass's x, y and
@@ -59,7 +74,7 @@ TOWERS_HD inline float lrn_backward(int i, const float* x, const float* y, const
   const int last = c + p.depth_radius >= channels ? channels - 1 : c + p.depth_radius;
   float cross = 0.0f;
   for (int j = base + first; j <= base + last; ++j) cross += dy[j] * y[j] / scale[j];
-  return dy[i] * powf(scale[i], -p.beta) - 2.0f * p.alpha * p.beta * x[i] * cross;
+  return dy[i] * lrn_factor(scale[i], p.beta) - 2.0f * p.alpha * p.beta * x[i] * cross;
 }
 
 }  // namespace towers::math

@@ -10,6 +10,10 @@
 // identical to the ops in ops.hpp; tests/model/ops_fast_host_test.cpp checks that bit for
 // bit. On the cuda backend each launches the very kernel of its ops.hpp twin.
 //
+// Each host loop splits the batch into whole images over the op threads
+// (kernels/host/parallel.hpp); an image's outputs depend only on that image, so the
+// split changes no bit.
+//
 // Same contracts as their twins in ops.hpp: one Stream::launch each, enqueue only.
 // Introduced in chapter 1.
 #pragma once

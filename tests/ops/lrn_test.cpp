@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Local response normalization (kernels/math/lrn.hpp): windows clipped at the channel
-// edges, alpha on the plain sum, and the backward pass against finite differences.
+// edges, alpha on the plain sum, the normalizing power, and the backward pass against
+// finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "check.hpp"
@@ -21,6 +24,34 @@ TEST(Lrn, DefaultsAreTheCifar10Model) {
   EXPECT_EQ(p.bias, 1.0f);
   EXPECT_FLOAT_EQ(p.alpha, 0.001f / 9.0f);
   EXPECT_EQ(p.beta, 0.75f);
+}
+
+// Distance in units in the last place between two positive floats.
+std::int64_t ulps_apart(float a, float b) {
+  std::int32_t ia = 0, ib = 0;
+  std::memcpy(&ia, &a, sizeof a);
+  std::memcpy(&ib, &b, sizeof b);
+  return std::abs(static_cast<std::int64_t>(ia) - ib);
+}
+
+TEST(Lrn, FactorForTheModelsBetaIsWithinFourUlpOfTheExactPower) {
+  // Every 97th float of [1, 16): the scales the model sees are 1 + alpha * (sum of
+  // squares), just above 1.
+  std::int64_t worst = 0;
+  for (float s = 1.0f; s < 16.0f; s += 97 * (std::nextafter(s, 32.0f) - s)) {
+    const float exact = static_cast<float>(std::pow(static_cast<double>(s), -0.75));
+    worst = std::max(worst, ulps_apart(math::lrn_factor(s, 0.75f), exact));
+  }
+  std::printf("  lrn_factor(s, 0.75) vs pow in double: worst %lld ulp\n",
+              static_cast<long long>(worst));
+  EXPECT_LE(worst, 4);
+  EXPECT_EQ(math::lrn_factor(16.0f, 0.75f), 0.125f);  // 16^-0.75 = 1/8 exactly
+}
+
+TEST(Lrn, FactorForOtherBetasIsPowf) {
+  for (const float beta : {0.5f, 1.0f, 0.7f}) {
+    EXPECT_EQ(math::lrn_factor(2.5f, beta), powf(2.5f, -beta)) << "beta " << beta;
+  }
 }
 
 TEST(Lrn, WindowIsClippedAtTheChannelEdges) {
