@@ -29,10 +29,10 @@ int main(int argc, char** argv) {
   bool resume = false, eval = false;
   add_training_flags(app, flags, /*with_towers=*/false);
   app.add_option("--device", device_index, "which device to train on")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1023));
   app.add_option("--host-threads", host_threads,
                  "host backend: threads each op may use (default: one per core)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--checkpoint-dir", checkpoint_dir,
                  "save model.ckpt-<step> here every 1000 steps and at the end");
   app.add_flag("--resume", resume, "continue from the newest checkpoint in --checkpoint-dir");

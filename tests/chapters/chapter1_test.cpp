@@ -61,6 +61,21 @@ TEST(SingleGpu, ResumeWithoutCheckpointDirIsAUsageError) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
 }
 
+TEST(SingleGpu, HostThreadsChangeTheSpeedNotTheTraining) {
+  const std::string flags = "--backend host --steps 3 --batch-size 16 --log-every 1";
+  auto one = run("01_single_gpu", flags + " --host-threads 1");
+  auto two = run("01_single_gpu", flags + " --host-threads 2");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  // The loops give the same bits; a BLAS may round a product with fewer rows
+  // differently in the last bit (kernels/host/blas.hpp), and the summary prints four
+  // decimals, so allow two units of the last printed digit.
+  EXPECT_NEAR(one.number("final_loss"), two.number("final_loss"), 2e-4);
+  auto zero = run("01_single_gpu", flags + " --host-threads 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("--host-threads"), std::string::npos) << zero.output;
+}
+
 // A softmax regression on raw pixels (central crops, standardized), trained with plain
 // SGD: it must stay well below the CNN, so the synthetic set needs the CNN's structure.
 TEST(SyntheticSet, LinearClassifierOnRawPixelsStaysBelowSixtyPercent) {
