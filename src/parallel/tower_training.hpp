@@ -35,7 +35,7 @@ class TowerTraining {
   /// Adds the shared flags plus --probe and --save-params to `app`.
   static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe, std::string& save_params);
 
-  /// Builds runtime, towers and input; gives each simulated device one BLAS thread.
+  /// Builds runtime, towers and input; gives each simulated device one op thread.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
   /// feeds its towers from train_set()), and images()/labels() return null.
   TowerTraining(const TrainingFlags& flags, bool probe,
