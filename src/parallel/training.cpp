@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <unistd.h>
 
+#include "model/network.hpp"
 #include "trace/timeline.hpp"
 
 namespace towers {
@@ -18,8 +19,9 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers) {
                  "default: the embedded synthetic set");
   app.add_option("--steps", flags.steps, "training steps")->capture_default_str()
       ->check(CLI::Range(0, 100000000));
-  app.add_option("--batch-size", flags.layout.batch_size, "images per tower per step")
-      ->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--batch-size", flags.layout.batch_size,
+                 "images per tower per step (at most " + std::to_string(model::kMaxBatchSize) + ")")
+      ->capture_default_str()->check(CLI::Range(1, model::kMaxBatchSize));
   app.add_option("--log-every", flags.log_every, "print the tutorial's log line every N steps")
       ->capture_default_str()->check(CLI::Range(1, 100000000));
   app.add_option("--seed", flags.seed, "seed of initialization, shuffling and distortions")
@@ -76,8 +78,9 @@ StepTraces::StepTraces(Runtime& runtime, const TraceFiles& files)
     : runtime_(runtime), files_(files) {}
 
 void StepTraces::collect(int step) {
-  std::vector<TraceEvent> events = runtime_.trace().collect();
-  runtime_.trace().clear();
+  // take(), not collect() + clear(): an input producer may add spans meanwhile, and a
+  // copy still in flight stays pending for the next step's collect.
+  std::vector<TraceEvent> events = runtime_.trace().take();
   if (watch_) watch_(events);
   last_events_ = events_of_step(events, step);
   last_ = analyze_step(events, step);

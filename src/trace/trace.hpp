@@ -7,6 +7,11 @@
 // and resolves the pairs in collect(). Host-side spans (how long the tower loop took to
 // *enqueue* a step) are added by programs with add_host_span().
 //
+// Spans may be added by any thread at any time, also while collect() runs: an input
+// producer enqueues traced copies whenever a slot frees up. So collect() resolves only
+// the spans whose work has finished and keeps the others pending for the next call, and
+// take() forgets exactly what it returns: a span added meanwhile is never lost.
+//
 // All methods are thread-safe. When disabled (the default), streams skip tracing
 // entirely: no clock reads, no events, no locks.
 #pragma once
@@ -51,23 +56,34 @@ class Trace {
 
   /// Adds a finished span (host backend streams, host-side spans).
   void add(TraceEvent event);
-  /// Adds a span whose times are known only after the device has run it: `resolve`
-  /// fills start_us and end_us and is called by collect() (cuda backend).
-  void add_pending(TraceEvent event, std::function<void(TraceEvent&)> resolve);
+  /// Fills a pending span's start_us and end_us and returns true once the device has run
+  /// it; returns false, touching nothing, while the work is still queued or running.
+  using Resolve = std::function<bool(TraceEvent&)>;
+  /// Adds a span whose times are known only after the device has run it: collect()
+  /// calls `resolve` until it returns true (cuda backend).
+  void add_pending(TraceEvent event, Resolve resolve);
   /// Records host-side work from `start_us` to now, e.g. enqueueing one step.
   void add_host_span(std::string name, double start_us);
 
-  /// Resolves pending spans and returns every span so far, sorted by start time.
-  /// Call after synchronizing the streams whose spans you want.
+  /// Resolves the pending spans whose work has finished and returns every finished span
+  /// so far, sorted by start time. Spans still in flight stay pending. Synchronize the
+  /// streams whose spans you want first.
   std::vector<TraceEvent> collect();
+  /// As collect(), and forgets the spans it returns; pending spans and spans added
+  /// while it runs stay for the next call. For per-step analysis of long runs.
+  std::vector<TraceEvent> take();
+  /// Spans added but not yet resolved (their work had not finished at the last collect).
+  std::size_t pending_count();
   /// Forgets every span (pending ones included).
   void clear();
 
  private:
   struct Pending {
     TraceEvent event;
-    std::function<void(TraceEvent&)> resolve;
+    Resolve resolve;
   };
+  // Resolves what it can of pending_ (outside the lock) into events_; keeps the rest.
+  void resolve_finished();
   std::atomic<bool> enabled_{false};
   std::atomic<int> step_{-1};
   std::chrono::steady_clock::time_point epoch_;

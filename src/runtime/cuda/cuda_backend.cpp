@@ -4,10 +4,13 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "kernels/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
+#include "runtime/peer_access.hpp"
 
 namespace towers {
 
@@ -21,26 +24,38 @@ int probe_cuda_device_count() {
   return count;
 }
 
+namespace {
+
+// PeerLinks on real GPUs: one checked CUDA call each.
+class CudaPeerLinks final : public PeerLinks {
+ public:
+  bool can_access(int from, int to) override {
+    int can = 0;
+    CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+    return can != 0;
+  }
+  std::string enable(int from, int to) override {
+    CUDA_CHECK(cudaSetDevice(from));
+    const cudaError_t status = cudaDeviceEnablePeerAccess(to, 0);
+    if (status == cudaSuccess) return "";
+    // Not sticky (already enabled, too many peers, unsupported): clear it, so that the
+    // next checked call does not report it as its own.
+    (void)cudaGetLastError();
+    if (status == cudaErrorPeerAccessAlreadyEnabled) return "";  // already what we want
+    return cudaGetErrorName(status);
+  }
+};
+
+}  // namespace
+
 std::vector<std::unique_ptr<Device>> make_cuda_devices(int count, Trace& trace) {
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<CudaDevice>(i, trace));
   // Let every GPU read and write every other's memory directly where the hardware
-  // allows it; elsewhere peer copies are staged through the host by the driver.
-  for (int i = 0; i < count; ++i) {
-    for (int j = 0; j < count; ++j) {
-      int can_access = 0;
-      if (i == j) continue;
-      CUDA_CHECK(cudaDeviceCanAccessPeer(&can_access, i, j));
-      if (!can_access) continue;
-      CUDA_CHECK(cudaSetDevice(i));
-      cudaError_t status = cudaDeviceEnablePeerAccess(j, 0);
-      if (status == cudaErrorPeerAccessAlreadyEnabled) {
-        (void)cudaGetLastError();  // not sticky; already what we want
-      } else {
-        CUDA_CHECK(status);
-      }
-    }
-  }
+  // allows it; elsewhere, and where enabling fails, peer copies are staged through the
+  // host by the driver. A failure is reported once and is not an error.
+  CudaPeerLinks links;
+  (void)enable_peer_access(count, links, stderr);
   return devices;
 }
 

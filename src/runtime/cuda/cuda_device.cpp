@@ -26,22 +26,26 @@ CudaDevice::CudaDevice(int ordinal, Trace& trace) : ordinal_(ordinal), trace_(tr
   name_ = "cuda:" + std::to_string(ordinal_) + " (" + properties.name + ")";
   // Trace times of this device are measured from this event, which completes "now" on
   // the host clock; so spans of all devices land on one time axis.
-  CUDA_CHECK(cudaEventCreate(&epoch_));
-  CUDA_CHECK(cudaEventRecord(epoch_, 0));
-  CUDA_CHECK(cudaEventSynchronize(epoch_));
+  auto epoch = std::make_shared<CudaEvent>(ordinal_, /*timing=*/true);
+  CUDA_CHECK(cudaEventRecord(epoch->handle(), 0));
+  CUDA_CHECK(cudaEventSynchronize(epoch->handle()));
   epoch_host_us_ = trace_.now_us();
+  epoch_ = std::move(epoch);
 }
 
-CudaDevice::~CudaDevice() {
-  release(cudaSetDevice(ordinal_), "cudaSetDevice");
-  release(cudaEventDestroy(epoch_), "cudaEventDestroy");
-}
+CudaDevice::~CudaDevice() = default;
 
 std::unique_ptr<Stream> CudaDevice::create_stream() {
   return std::make_unique<CudaStream>(*this, next_stream_index_++, trace_);
 }
 
-std::unique_ptr<Event> CudaDevice::create_event() { return std::make_unique<CudaEvent>(ordinal_); }
+std::unique_ptr<Event> CudaDevice::create_event() {
+  return std::make_unique<CudaEvent>(ordinal_, /*timing=*/true);
+}
+
+std::unique_ptr<Event> CudaDevice::create_wait_event() {
+  return std::make_unique<CudaEvent>(ordinal_, /*timing=*/false);
+}
 
 Buffer CudaDevice::allocate(std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(ordinal_));
@@ -76,11 +80,13 @@ void CudaDevice::synchronize() {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-CudaEvent::CudaEvent(int ordinal) : ordinal_(ordinal) {
+CudaEvent::CudaEvent(int ordinal, bool timing) : ordinal_(ordinal), timing_(timing) {
   CUDA_CHECK(cudaSetDevice(ordinal_));
-  CUDA_CHECK(cudaEventCreate(&event_));
+  CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
 }
 
+// Destroying an event whose record is still pending is allowed: CUDA releases it once
+// the stream reaches it. No cudaSetDevice here: this may run on any thread.
 CudaEvent::~CudaEvent() { release(cudaEventDestroy(event_), "cudaEventDestroy"); }
 
 bool CudaEvent::query() {
@@ -95,6 +101,9 @@ void CudaEvent::synchronize() { CUDA_CHECK(cudaEventSynchronize(event_)); }
 float CudaEvent::elapsed_ms_since(Event& start) {
   auto* cuda_start = dynamic_cast<CudaEvent*>(&start);
   if (cuda_start == nullptr) throw std::invalid_argument("elapsed_ms_since: events of two backends");
+  if (!timing_ || !cuda_start->timing_) {
+    throw std::logic_error("elapsed_ms_since: an event made by create_wait_event() has no timing");
+  }
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, cuda_start->event_, event_));
   return ms;

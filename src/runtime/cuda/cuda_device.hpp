@@ -30,6 +30,7 @@ class CudaDevice final : public Device {
   std::string name() const override { return name_; }
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
+  std::unique_ptr<Event> create_wait_event() override;
   Buffer allocate(std::size_t bytes) override;
   Buffer allocate_pinned(std::size_t bytes) override;
   void synchronize() override;
@@ -37,13 +38,13 @@ class CudaDevice final : public Device {
   /// Host microseconds (trace clock) at which `epoch()` completed.
   double epoch_host_us() const { return epoch_host_us_; }
   /// An event recorded on this device when it was opened: zero of its trace times.
-  cudaEvent_t epoch() const { return epoch_; }
+  const std::shared_ptr<Event>& epoch() const { return epoch_; }
 
  private:
   int ordinal_;
   Trace& trace_;
   std::string name_;
-  cudaEvent_t epoch_ = nullptr;
+  std::shared_ptr<Event> epoch_;
   double epoch_host_us_ = 0;
   std::atomic<int> next_stream_index_{0};
 };
@@ -51,8 +52,9 @@ class CudaDevice final : public Device {
 /// A CUDA event, made on one device; record it on a stream of that device.
 class CudaEvent final : public Event {
  public:
-  /// A timing-enabled event on CUDA device `ordinal`.
-  explicit CudaEvent(int ordinal);
+  /// An event on CUDA device `ordinal`; without `timing`, elapsed_ms_since() throws
+  /// (cudaEventDisableTiming: cheaper to record and wait for).
+  CudaEvent(int ordinal, bool timing);
   ~CudaEvent() override;
   bool query() override;
   void synchronize() override;
@@ -62,6 +64,7 @@ class CudaEvent final : public Event {
 
  private:
   int ordinal_;
+  bool timing_;
   cudaEvent_t event_ = nullptr;
 };
 

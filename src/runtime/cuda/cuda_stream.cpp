@@ -8,22 +8,9 @@
 #include <string>
 
 #include "kernels/cuda/check.hpp"
+#include "runtime/span_resolver.hpp"
 
 namespace towers {
-namespace {
-
-// The CUDA event pair around one traced op; destroyed once the trace has read it.
-struct EventPair {
-  cudaEvent_t start = nullptr;
-  cudaEvent_t end = nullptr;
-  ~EventPair() {
-    if (start) (void)cudaEventDestroy(start);  // teardown: nothing useful to do on failure
-    if (end) (void)cudaEventDestroy(end);
-  }
-};
-
-}  // namespace
-
 CudaStream::CudaStream(CudaDevice& device, int index, Trace& trace)
     : device_(device), index_(index), trace_(trace) {
   CUDA_CHECK(cudaSetDevice(device_.index()));
@@ -49,25 +36,19 @@ void CudaStream::traced(std::string_view name, Enqueue&& enqueue) {
     enqueue();
     return;
   }
-  auto pair = std::make_shared<EventPair>();
-  CUDA_CHECK(cudaEventCreate(&pair->start));
-  CUDA_CHECK(cudaEventCreate(&pair->end));
+  auto start = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
+  auto end = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
   const std::string label(name);
-  CUDA_CHECK(cudaEventRecord(pair->start, stream_));
+  CUDA_CHECK(cudaEventRecord(start->handle(), stream_));
   nvtxRangePushA(label.c_str());  // Nsight Systems shows the same names as our trace
   enqueue();
   nvtxRangePop();
-  CUDA_CHECK(cudaEventRecord(pair->end, stream_));
+  CUDA_CHECK(cudaEventRecord(end->handle(), stream_));
   TraceEvent span{device_.index(), index_, tower(), trace_.step(), label, 0, 0};
-  cudaEvent_t epoch = device_.epoch();
-  double epoch_us = device_.epoch_host_us();
-  trace_.add_pending(std::move(span), [pair, epoch, epoch_us](TraceEvent& e) {
-    float start_ms = 0, end_ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&start_ms, epoch, pair->start));
-    CUDA_CHECK(cudaEventElapsedTime(&end_ms, epoch, pair->end));
-    e.start_us = epoch_us + start_ms * 1000.0;
-    e.end_us = epoch_us + end_ms * 1000.0;
-  });
+  // Resolved by Trace::collect() once `end` has completed; until then the span stays
+  // pending (a producer thread's copy may be in flight while the step is collected).
+  trace_.add_pending(std::move(span), resolve_when_complete({device_.epoch(), device_.epoch_host_us(),
+                                                             std::move(start), std::move(end)}));
 }
 
 void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda) {

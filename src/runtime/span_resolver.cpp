@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+#include "runtime/span_resolver.hpp"
+
+#include <utility>
+
+namespace towers {
+
+Trace::Resolve resolve_when_complete(SpanEvents events) {
+  return [events = std::move(events)](TraceEvent& span) {
+    if (!events.end->query()) return false;  // still in flight: the next collect()
+    // Both events completed, so their times exist (no cudaErrorNotReady).
+    const double start_ms = events.start->elapsed_ms_since(*events.epoch);
+    const double end_ms = events.end->elapsed_ms_since(*events.epoch);
+    span.start_us = events.epoch_host_us + start_ms * 1000.0;
+    span.end_us = events.epoch_host_us + end_ms * 1000.0;
+    return true;
+  };
+}
+
+}  // namespace towers
