@@ -19,13 +19,13 @@ namespace {
 void im2col(const CudaLaunchContext&, const float*, math::Nhwc, int, float*) { unavailable(); }
 void col2im(const CudaLaunchContext&, const float*, math::Nhwc, int, float*) { unavailable(); }
 void bias_add(const CudaLaunchContext&, int, int, const float*, float*) { unavailable(); }
-void relu_forward(const CudaLaunchContext&, int, const float*, float*) { unavailable(); }
-void relu_backward(const CudaLaunchContext&, int, const float*, const float*, float*) {
+void relu_forward(const CudaLaunchContext&, Index, const float*, float*) { unavailable(); }
+void relu_backward(const CudaLaunchContext&, Index, const float*, const float*, float*) {
   unavailable();
 }
-void fill(const CudaLaunchContext&, int, float, float*) { unavailable(); }
-void sgd_update(const CudaLaunchContext&, int, float, const float*, float*) { unavailable(); }
-void ema_update(const CudaLaunchContext&, int, float, const float*, float*) { unavailable(); }
+void fill(const CudaLaunchContext&, Index, float, float*) { unavailable(); }
+void sgd_update(const CudaLaunchContext&, Index, float, const float*, float*) { unavailable(); }
+void ema_update(const CudaLaunchContext&, Index, float, const float*, float*) { unavailable(); }
 void max_pool_forward(const CudaLaunchContext&, const float*, math::Nhwc, float*, int*) {
   unavailable();
 }

@@ -8,25 +8,25 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void im2col_kernel(int n, const float* x, math::Nhwc s, int k, float* col) {
-  for (int i = first_index(); i < n; i += index_stride()) col[i] = math::im2col(i, x, s, k);
+__global__ void im2col_kernel(Index n, const float* x, math::Nhwc s, int k, float* col) {
+  for (Index i = first_index(); i < n; i += index_stride()) col[i] = math::im2col(i, x, s, k);
 }
 
-__global__ void col2im_kernel(int n, const float* dcol, math::Nhwc s, int k, float* dx) {
-  for (int i = first_index(); i < n; i += index_stride()) dx[i] = math::col2im(i, dcol, s, k);
+__global__ void col2im_kernel(Index n, const float* dcol, math::Nhwc s, int k, float* dx) {
+  for (Index i = first_index(); i < n; i += index_stride()) dx[i] = math::col2im(i, dcol, s, k);
 }
 
 }  // namespace
 
 void im2col(const CudaLaunchContext& ctx, const float* x, math::Nhwc s, int k, float* col) {
-  const int n = s.pixels() * math::im2col_columns(k, s.channels);  // col: [pixels, k*k*C]
+  const Index n = s.pixels() * math::im2col_columns(k, s.channels);  // col: [pixels, k*k*C]
   if (n == 0) return;
   im2col_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, x, s, k, col);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void col2im(const CudaLaunchContext& ctx, const float* dcol, math::Nhwc s, int k, float* dx) {
-  const int n = s.size();  // dx: [batch, height, width, channels]
+  const Index n = s.size();  // dx: [batch, height, width, channels]
   if (n == 0) return;
   col2im_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, dcol, s, k, dx);
   CUDA_CHECK(cudaGetLastError());

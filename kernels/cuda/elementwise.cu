@@ -8,30 +8,30 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void bias_add_kernel(int n, int channels, const float* bias, float* y) {
-  for (int i = first_index(); i < n; i += index_stride()) y[i] = math::bias_add(i, y, bias, channels);
+__global__ void bias_add_kernel(Index n, int channels, const float* bias, float* y) {
+  for (Index i = first_index(); i < n; i += index_stride()) y[i] = math::bias_add(i, y, bias, channels);
 }
 
-__global__ void relu_forward_kernel(int n, const float* x, float* y) {
-  for (int i = first_index(); i < n; i += index_stride()) y[i] = math::relu_forward(i, x);
+__global__ void relu_forward_kernel(Index n, const float* x, float* y) {
+  for (Index i = first_index(); i < n; i += index_stride()) y[i] = math::relu_forward(i, x);
 }
 
-__global__ void relu_backward_kernel(int n, const float* y, const float* dy, float* dx) {
-  for (int i = first_index(); i < n; i += index_stride()) dx[i] = math::relu_backward(i, y, dy);
+__global__ void relu_backward_kernel(Index n, const float* y, const float* dy, float* dx) {
+  for (Index i = first_index(); i < n; i += index_stride()) dx[i] = math::relu_backward(i, y, dy);
 }
 
-__global__ void fill_kernel(int n, float value, float* x) {
-  for (int i = first_index(); i < n; i += index_stride()) x[i] = value;
+__global__ void fill_kernel(Index n, float value, float* x) {
+  for (Index i = first_index(); i < n; i += index_stride()) x[i] = value;
 }
 
-__global__ void sgd_update_kernel(int n, float learning_rate, const float* grad, float* w) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+__global__ void sgd_update_kernel(Index n, float learning_rate, const float* grad, float* w) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     w[i] = math::sgd_update(i, w, grad, learning_rate);
   }
 }
 
-__global__ void ema_update_kernel(int n, float decay, const float* var, float* shadow) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+__global__ void ema_update_kernel(Index n, float decay, const float* var, float* shadow) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     shadow[i] = math::ema_update(i, shadow, var, decay);
   }
 }
@@ -39,39 +39,39 @@ __global__ void ema_update_kernel(int n, float decay, const float* var, float* s
 }  // namespace
 
 void bias_add(const CudaLaunchContext& ctx, int rows, int channels, const float* bias, float* y) {
-  const int n = rows * channels;  // y: [rows, channels]
+  const Index n = static_cast<Index>(rows) * channels;  // y: [rows, channels]
   if (n == 0) return;
   bias_add_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, bias, y);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void relu_forward(const CudaLaunchContext& ctx, int n, const float* x, float* y) {
+void relu_forward(const CudaLaunchContext& ctx, Index n, const float* x, float* y) {
   if (n == 0) return;
   relu_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, x, y);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void relu_backward(const CudaLaunchContext& ctx, int n, const float* y, const float* dy,
+void relu_backward(const CudaLaunchContext& ctx, Index n, const float* y, const float* dy,
                    float* dx) {
   if (n == 0) return;
   relu_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, y, dy, dx);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void fill(const CudaLaunchContext& ctx, int n, float value, float* x) {
+void fill(const CudaLaunchContext& ctx, Index n, float value, float* x) {
   if (n == 0) return;
   fill_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, value, x);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void sgd_update(const CudaLaunchContext& ctx, int n, float learning_rate, const float* grad,
+void sgd_update(const CudaLaunchContext& ctx, Index n, float learning_rate, const float* grad,
                 float* w) {
   if (n == 0) return;
   sgd_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, learning_rate, grad, w);
   CUDA_CHECK(cudaGetLastError());
 }
 
-void ema_update(const CudaLaunchContext& ctx, int n, float decay, const float* var,
+void ema_update(const CudaLaunchContext& ctx, Index n, float decay, const float* var,
                 float* shadow) {
   if (n == 0) return;
   ema_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, decay, var, shadow);

@@ -18,6 +18,8 @@
 
 namespace towers::cuda {
 
+using math::Index;
+
 /// Launches host::im2col on the GPU.
 void im2col(const CudaLaunchContext& ctx, const float* x, math::Nhwc s, int k, float* col);
 /// Launches host::col2im on the GPU.
@@ -26,17 +28,17 @@ void col2im(const CudaLaunchContext& ctx, const float* dcol, math::Nhwc s, int k
 /// Launches host::bias_add on the GPU.
 void bias_add(const CudaLaunchContext& ctx, int rows, int channels, const float* bias, float* y);
 /// Launches host::relu_forward on the GPU.
-void relu_forward(const CudaLaunchContext& ctx, int n, const float* x, float* y);
+void relu_forward(const CudaLaunchContext& ctx, Index n, const float* x, float* y);
 /// Launches host::relu_backward on the GPU.
-void relu_backward(const CudaLaunchContext& ctx, int n, const float* y, const float* dy,
+void relu_backward(const CudaLaunchContext& ctx, Index n, const float* y, const float* dy,
                    float* dx);
 /// Launches host::fill on the GPU.
-void fill(const CudaLaunchContext& ctx, int n, float value, float* x);
+void fill(const CudaLaunchContext& ctx, Index n, float value, float* x);
 /// Launches host::sgd_update on the GPU.
-void sgd_update(const CudaLaunchContext& ctx, int n, float learning_rate, const float* grad,
+void sgd_update(const CudaLaunchContext& ctx, Index n, float learning_rate, const float* grad,
                 float* w);
 /// Launches host::ema_update on the GPU.
-void ema_update(const CudaLaunchContext& ctx, int n, float decay, const float* var,
+void ema_update(const CudaLaunchContext& ctx, Index n, float decay, const float* var,
                 float* shadow);
 
 /// Launches host::max_pool_forward on the GPU.

@@ -8,19 +8,19 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void lrn_forward_kernel(int n, int channels, math::LrnParams p, const float* x,
+__global__ void lrn_forward_kernel(Index n, int channels, math::LrnParams p, const float* x,
                                    float* y, float* scale) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     const math::LrnForward out = math::lrn_forward(i, x, channels, p);
     y[i] = out.y;
     scale[i] = out.scale;
   }
 }
 
-__global__ void lrn_backward_kernel(int n, int channels, math::LrnParams p, const float* x,
+__global__ void lrn_backward_kernel(Index n, int channels, math::LrnParams p, const float* x,
                                     const float* y, const float* scale, const float* dy,
                                     float* dx) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     dx[i] = math::lrn_backward(i, x, y, scale, dy, channels, p);
   }
 }
@@ -29,7 +29,7 @@ __global__ void lrn_backward_kernel(int n, int channels, math::LrnParams p, cons
 
 void lrn_forward(const CudaLaunchContext& ctx, int pixels, int channels, math::LrnParams p,
                  const float* x, float* y, float* scale) {
-  const int n = pixels * channels;  // x, y, scale: [pixels, channels]
+  const Index n = static_cast<Index>(pixels) * channels;  // x, y, scale: [pixels, channels]
   if (n == 0) return;
   lrn_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, p, x, y,
                                                                       scale);
@@ -39,7 +39,7 @@ void lrn_forward(const CudaLaunchContext& ctx, int pixels, int channels, math::L
 void lrn_backward(const CudaLaunchContext& ctx, int pixels, int channels, math::LrnParams p,
                   const float* x, const float* y, const float* scale, const float* dy,
                   float* dx) {
-  const int n = pixels * channels;
+  const Index n = static_cast<Index>(pixels) * channels;
   if (n == 0) return;
   lrn_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, p, x, y,
                                                                        scale, dy, dx);

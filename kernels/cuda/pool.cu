@@ -8,18 +8,18 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void max_pool_forward_kernel(int n, const float* x, math::Nhwc in, float* y,
+__global__ void max_pool_forward_kernel(Index n, const float* x, math::Nhwc in, float* y,
                                         int* argmax) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     const math::PoolMax m = math::max_pool_forward(i, x, in);
     y[i] = m.value;
     argmax[i] = m.index;
   }
 }
 
-__global__ void max_pool_backward_kernel(int n, const float* dy, const int* argmax,
+__global__ void max_pool_backward_kernel(Index n, const float* dy, const int* argmax,
                                          math::Nhwc in, float* dx) {
-  for (int i = first_index(); i < n; i += index_stride()) {
+  for (Index i = first_index(); i < n; i += index_stride()) {
     dx[i] = math::max_pool_backward(i, dy, argmax, in);
   }
 }
@@ -28,7 +28,7 @@ __global__ void max_pool_backward_kernel(int n, const float* dy, const int* argm
 
 void max_pool_forward(const CudaLaunchContext& ctx, const float* x, math::Nhwc in, float* y,
                       int* argmax) {
-  const int n = math::max_pool_output_shape(in).size();  // y, argmax: [batch, oh, ow, C]
+  const Index n = math::max_pool_output_shape(in).size();  // y, argmax: [batch, oh, ow, C]
   if (n == 0) return;
   max_pool_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, x, in, y, argmax);
   CUDA_CHECK(cudaGetLastError());
@@ -36,7 +36,7 @@ void max_pool_forward(const CudaLaunchContext& ctx, const float* x, math::Nhwc i
 
 void max_pool_backward(const CudaLaunchContext& ctx, const float* dy, const int* argmax,
                        math::Nhwc in, float* dx) {
-  const int n = in.size();  // dx: [batch, height, width, C]
+  const Index n = in.size();  // dx: [batch, height, width, C]
   if (n == 0) return;
   max_pool_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, dy, argmax, in,
                                                                            dx);

@@ -6,13 +6,13 @@
 namespace towers::host {
 
 void im2col(const float* x, math::Nhwc s, int k, float* col) {
-  const int n = s.pixels() * math::im2col_columns(k, s.channels);  // col: [pixels, k*k*C]
-  for (int i = 0; i < n; ++i) col[i] = math::im2col(i, x, s, k);
+  const math::Index n = s.pixels() * math::im2col_columns(k, s.channels);  // col: [pixels, k*k*C]
+  for (math::Index i = 0; i < n; ++i) col[i] = math::im2col(i, x, s, k);
 }
 
 void col2im(const float* dcol, math::Nhwc s, int k, float* dx) {
-  const int n = s.size();  // dx: [batch, height, width, channels]
-  for (int i = 0; i < n; ++i) dx[i] = math::col2im(i, dcol, s, k);
+  const math::Index n = s.size();  // dx: [batch, height, width, channels]
+  for (math::Index i = 0; i < n; ++i) dx[i] = math::col2im(i, dcol, s, k);
 }
 
 }  // namespace towers::host

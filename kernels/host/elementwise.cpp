@@ -16,9 +16,9 @@ constexpr std::int64_t kMinElementsPerPart = std::int64_t{1} << 15;
 
 // Calls element(i) for every i in [0, n), split over the op threads.
 template <typename Element>
-void for_each_index(int n, Element element) {
+void for_each_index(math::Index n, Element element) {
   parallel_for(n, kMinElementsPerPart, [&](std::int64_t begin, std::int64_t end) {
-    for (auto i = static_cast<int>(begin); i < static_cast<int>(end); ++i) element(i);
+    for (math::Index i = begin; i < end; ++i) element(i);
   });
 }
 
@@ -37,24 +37,24 @@ void bias_add(int rows, int channels, const float* bias, float* y) {
   });
 }
 
-void relu_forward(int n, const float* x, float* y) {
-  for_each_index(n, [=](int i) { y[i] = math::relu_forward(i, x); });
+void relu_forward(math::Index n, const float* x, float* y) {
+  for_each_index(n, [=](math::Index i) { y[i] = math::relu_forward(i, x); });
 }
 
-void relu_backward(int n, const float* y, const float* dy, float* dx) {
-  for_each_index(n, [=](int i) { dx[i] = math::relu_backward(i, y, dy); });
+void relu_backward(math::Index n, const float* y, const float* dy, float* dx) {
+  for_each_index(n, [=](math::Index i) { dx[i] = math::relu_backward(i, y, dy); });
 }
 
-void fill(int n, float value, float* x) {
-  for_each_index(n, [=](int i) { x[i] = value; });
+void fill(math::Index n, float value, float* x) {
+  for_each_index(n, [=](math::Index i) { x[i] = value; });
 }
 
-void sgd_update(int n, float learning_rate, const float* grad, float* w) {
-  for_each_index(n, [=](int i) { w[i] = math::sgd_update(i, w, grad, learning_rate); });
+void sgd_update(math::Index n, float learning_rate, const float* grad, float* w) {
+  for_each_index(n, [=](math::Index i) { w[i] = math::sgd_update(i, w, grad, learning_rate); });
 }
 
-void ema_update(int n, float decay, const float* var, float* shadow) {
-  for_each_index(n, [=](int i) { shadow[i] = math::ema_update(i, shadow, var, decay); });
+void ema_update(math::Index n, float decay, const float* var, float* shadow) {
+  for_each_index(n, [=](math::Index i) { shadow[i] = math::ema_update(i, shadow, var, decay); });
 }
 
 }  // namespace towers::host

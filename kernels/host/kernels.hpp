@@ -25,15 +25,15 @@ void col2im(const float* dcol, math::Nhwc s, int k, float* dx);
 /// y[rows, channels] += bias[channels], in place.
 void bias_add(int rows, int channels, const float* bias, float* y);
 /// y[n] = max(x, 0); y may equal x.
-void relu_forward(int n, const float* x, float* y);
+void relu_forward(math::Index n, const float* x, float* y);
 /// dx[n] = dy where y > 0, else 0; dx may equal dy.
-void relu_backward(int n, const float* y, const float* dy, float* dx);
+void relu_backward(math::Index n, const float* y, const float* dy, float* dx);
 /// x[n] = value.
-void fill(int n, float value, float* x);
+void fill(math::Index n, float value, float* x);
 /// w[n] -= learning_rate * grad, in place.
-void sgd_update(int n, float learning_rate, const float* grad, float* w);
+void sgd_update(math::Index n, float learning_rate, const float* grad, float* w);
 /// shadow[n] -= (1 - decay) * (shadow - var), in place.
-void ema_update(int n, float decay, const float* var, float* shadow);
+void ema_update(math::Index n, float decay, const float* var, float* shadow);
 
 /// Max pooling 3x3/2 SAME of x (shape `in`) into y and argmax (shape
 /// math::max_pool_output_shape(in)).

@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "kernels/common.hpp"
+#include "kernels/math/shape.hpp"
 
 namespace towers::math {
 
@@ -53,8 +54,8 @@ TOWERS_HD inline float lrn_factor(float scale, float beta) {
 }
 
 /// Element `i` of LRN over x[pixels, channels].
-TOWERS_HD inline LrnForward lrn_forward(int i, const float* x, int channels, LrnParams p) {
-  const int c = i % channels;
+TOWERS_HD inline LrnForward lrn_forward(Index i, const float* x, int channels, LrnParams p) {
+  const int c = static_cast<int>(i % channels);
   const float* row = x + (i - c);  // this pixel's channels
   const int first = c - p.depth_radius < 0 ? 0 : c - p.depth_radius;
   const int last = c + p.depth_radius >= channels ? channels - 1 : c + p.depth_radius;
@@ -66,14 +67,14 @@ TOWERS_HD inline LrnForward lrn_forward(int i, const float* x, int channels, Lrn
 
 /// Element `i` of dx for LRN over [pixels, channels], from the forward pass's x, y and
 /// scale and the output gradient dy.
-TOWERS_HD inline float lrn_backward(int i, const float* x, const float* y, const float* scale,
+TOWERS_HD inline float lrn_backward(Index i, const float* x, const float* y, const float* scale,
                                     const float* dy, int channels, LrnParams p) {
-  const int c = i % channels;
-  const int base = i - c;  // flat index of this pixel's channel 0
+  const int c = static_cast<int>(i % channels);
+  const Index base = i - c;  // flat index of this pixel's channel 0
   const int first = c - p.depth_radius < 0 ? 0 : c - p.depth_radius;
   const int last = c + p.depth_radius >= channels ? channels - 1 : c + p.depth_radius;
   float cross = 0.0f;
-  for (int j = base + first; j <= base + last; ++j) cross += dy[j] * y[j] / scale[j];
+  for (Index j = base + first; j <= base + last; ++j) cross += dy[j] * y[j] / scale[j];
   return dy[i] * lrn_factor(scale[i], p.beta) - 2.0f * p.alpha * p.beta * x[i] * cross;
 }
 

@@ -45,12 +45,12 @@ struct PoolMax {
 };
 
 /// Output element `i` (NHWC over max_pool_output_shape(in)) of max pooling x (shape `in`).
-TOWERS_HD inline PoolMax max_pool_forward(int i, const float* x, Nhwc in) {
+TOWERS_HD inline PoolMax max_pool_forward(Index i, const float* x, Nhwc in) {
   const Nhwc out = max_pool_output_shape(in);
-  const int c = i % out.channels;
-  const int ox = (i / out.channels) % out.width;
-  const int oy = (i / (out.channels * out.width)) % out.height;
-  const int n = i / (out.channels * out.width * out.height);
+  const int c = static_cast<int>(i % out.channels);
+  const int ox = static_cast<int>((i / out.channels) % out.width);
+  const int oy = static_cast<int>((i / (out.channels * out.width)) % out.height);
+  const int n = static_cast<int>(i / (static_cast<Index>(out.channels) * out.width * out.height));
   const int y0 = oy * kPoolStride - pool_pad_before(in.height);
   const int x0 = ox * kPoolStride - pool_pad_before(in.width);
   PoolMax best{0.0f, -1};
@@ -58,8 +58,9 @@ TOWERS_HD inline PoolMax max_pool_forward(int i, const float* x, Nhwc in) {
     if (iy < 0 || iy >= in.height) continue;  // padding: skipped, never a candidate
     for (int ix = x0; ix < x0 + kPoolWindow; ++ix) {
       if (ix < 0 || ix >= in.width) continue;
-      const int j = in.offset(n, iy, ix, c);
-      if (best.index < 0 || x[j] > best.value) best = PoolMax{x[j], j};
+      const Index j = in.offset(n, iy, ix, c);
+      // argmax buffers are int32: Network keeps pool inputs below 2^31 elements.
+      if (best.index < 0 || x[j] > best.value) best = PoolMax{x[j], static_cast<int>(j)};
     }
   }
   return best;
@@ -67,12 +68,12 @@ TOWERS_HD inline PoolMax max_pool_forward(int i, const float* x, Nhwc in) {
 
 /// Element `i` of dx (shape `in`): the sum of dy over the outputs whose argmax is i.
 /// dy and argmax have shape max_pool_output_shape(in).
-TOWERS_HD inline float max_pool_backward(int i, const float* dy, const int* argmax, Nhwc in) {
+TOWERS_HD inline float max_pool_backward(Index i, const float* dy, const int* argmax, Nhwc in) {
   const Nhwc out = max_pool_output_shape(in);
-  const int c = i % in.channels;
-  const int ix = (i / in.channels) % in.width;
-  const int iy = (i / (in.channels * in.width)) % in.height;
-  const int n = i / (in.channels * in.width * in.height);
+  const int c = static_cast<int>(i % in.channels);
+  const int ix = static_cast<int>((i / in.channels) % in.width);
+  const int iy = static_cast<int>((i / (in.channels * in.width)) % in.height);
+  const int n = static_cast<int>(i / (static_cast<Index>(in.channels) * in.width * in.height));
   // Output o's window starts at o * 2 - pad and covers 3 cells, so it contains iy when
   // (iy + pad - 2) / 2 <= o <= (iy + pad) / 2. Start from the upper end and step down
   // at most one window (stride 2 < window 3 < 2 * stride means at most two outputs).
@@ -83,7 +84,7 @@ TOWERS_HD inline float max_pool_backward(int i, const float* dy, const int* argm
     if (oy < 0 || oy >= out.height || py - oy * kPoolStride >= kPoolWindow) continue;
     for (int ox = px / kPoolStride - 1; ox <= px / kPoolStride; ++ox) {
       if (ox < 0 || ox >= out.width || px - ox * kPoolStride >= kPoolWindow) continue;
-      const int o = out.offset(n, oy, ox, c);
+      const Index o = out.offset(n, oy, ox, c);
       if (argmax[o] == i) sum += dy[o];
     }
   }

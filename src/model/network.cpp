@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "model/network_impl.hpp"
 #include "model/ops.hpp"
@@ -130,6 +131,12 @@ void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
 
 Network::Network(Device& device, int batch_size) {
   if (batch_size <= 0) throw std::invalid_argument("Network: batch_size must be positive");
+  if (batch_size > kMaxBatchSize) {
+    throw std::invalid_argument(
+        "Network: a batch of " + std::to_string(batch_size) + " images is more than the model "
+        "supports per tower (" + std::to_string(kMaxBatchSize) + ": conv2's im2col matrix would "
+        "pass 2^31 elements). Use a smaller --batch-size, or more towers for the same global batch.");
+  }
   impl_ = std::make_unique<Impl>(device, batch_size);
 }
 

@@ -30,11 +30,17 @@ enum LossIndex {
   kLossCount = 3,     ///< number of entries in losses()
 };
 
+/// The largest batch a Network takes. Its largest buffer, conv2's im2col matrix
+/// [batch * 12 * 12, 5 * 5 * 64], holds 230,400 floats per image; the model's element
+/// counts and cuBLAS's dimensions are int, so that matrix must stay below 2^31 elements.
+/// (The kernels index in 64 bits; this bound is the model's.)
+inline constexpr int kMaxBatchSize = 2147483647 / (12 * 12 * 5 * 5 * 64);  // 9,320
+
 /// One tower's model: activations and workspace for `batch_size` images on `device`.
 class Network {
  public:
   /// Allocates all activations for `batch_size` on `device`; throws OutOfMemory, or
-  /// std::invalid_argument for batch_size <= 0. Blocks until its constant buffers are
+  /// std::invalid_argument for batch_size <= 0 or > kMaxBatchSize. Blocks until its constant buffers are
   /// filled (on a stream of its own), so every stream may use it afterwards.
   Network(Device& device, int batch_size);
   /// Frees the buffers; synchronize the streams that used them first.

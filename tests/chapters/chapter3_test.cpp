@@ -99,5 +99,12 @@ TEST_P(TowerEquivalence, NTowersOfBatchBEqualOneTowerOfBatchNB) {
 
 INSTANTIATE_TEST_SUITE_P(Towers, TowerEquivalence, ::testing::Values(1, 2, 4));
 
+TEST(StreamTowers, BatchLargerThanTheModelSupportsIsRefusedWithItsBound) {
+  // 65,536 used to be accepted, and conv2's im2col then overflowed int on a GPU.
+  auto r = run("03_stream_towers", "--backend host --steps 1 --batch-size 65536");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("9320"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace towers

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "data/preprocess.hpp"
@@ -107,6 +109,22 @@ TEST(Network, RejectsABadBatchSizeAndActivationName) {
   EXPECT_THROW(Network(io.device(), 0), std::invalid_argument);
   Network net(io.device(), 2);
   EXPECT_THROW(net.activation("conv3"), std::out_of_range);
+}
+
+TEST(Network, RefusesABatchWhoseIm2colMatrixPassesInt32BeforeAllocating) {
+  // conv2's im2col matrix has 230,400 floats per image: one more image than
+  // kMaxBatchSize passes 2^31 elements. Refused with the bound and what to do, before a
+  // byte is allocated (the host device would otherwise try to allocate 8.6 GB).
+  static_assert(std::int64_t{kMaxBatchSize} * 230400 <= 2147483647);
+  static_assert(std::int64_t{kMaxBatchSize + 1} * 230400 > 2147483647);
+  DeviceIo io(Backend::kHost);
+  try {
+    Network too_big(io.device(), kMaxBatchSize + 1);
+    FAIL() << "a batch of " << kMaxBatchSize + 1 << " was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxBatchSize)), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--batch-size"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
