@@ -1,0 +1,20 @@
+# SPDX-License-Identifier: MIT
+# Sourced by scripts/gpu-check: the chapters themselves on the GPU, each checked by its
+# summary. About 60 s on one H200, most of it chapter 1's 600 steps and its eval.
+run_bench "Chapter 1 on the GPU: 600 steps of batch 128, then eval (the tutorial's setup)" 150 \
+  $bin/01_single_gpu --backend cuda --steps 600 --batch-size 128 --log-every 100 --eval
+run_bench "Chapter 3 on one GPU: 4 towers on 4 streams, concurrency probe" 90 \
+  $bin/03_stream_towers --backend cuda --towers-per-device 4 --steps 20 --batch-size 32 --log-every 10 --probe
+expect rendezvous=met towers=4
+# The serial loop waits for each tower before starting the next: the probe must time out.
+run_bench "Chapter 2 on one GPU: 4 towers, serial loop, concurrency probe" 90 \
+  $bin/02_serial_towers --backend cuda --towers-per-device 4 --steps 20 --batch-size 32 --log-every 10 --probe
+expect rendezvous=timeout max_concurrent_towers=1
+run_bench "Chapter 4 on one GPU (NCCL with one rank)" 90 \
+  $bin/04_nccl_iterator --backend cuda --steps 20 --batch-size 32 --log-every 10
+expect allreduce=nccl
+# Four towers on one GPU: NCCL wants one rank per GPU, so the ring runs inside the chapter.
+run_bench "Chapter 4 on one GPU, 4 towers (the ring inside a chapter), concurrency probe" 90 \
+  $bin/04_nccl_iterator --backend cuda --devices 1 --towers-per-device 4 --steps 20 --batch-size 32 \
+  --log-every 10 --probe
+expect rendezvous=met allreduce=ring towers=4

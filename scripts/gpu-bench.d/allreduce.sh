@@ -1,8 +1,0 @@
-# SPDX-License-Identifier: MIT
-# Sourced by scripts/gpu-check: the all-reduce from 4 KB to 64 MB, NCCL and the ring on
-# every GPU, then two towers on one GPU (ring only: NCCL wants one rank per GPU).
-# About 10 s on one H200.
-run_bench "All-reduce, one tower per GPU (NCCL and ring)" \
-  build-gpu/bin/bench_allreduce --backend cuda
-run_bench "All-reduce, 2 towers on the GPUs (ring)" \
-  build-gpu/bin/bench_allreduce --backend cuda --towers 2
