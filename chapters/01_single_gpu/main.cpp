@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
         .add("steps", log.steps()).add("global_step", static_cast<long long>(global_step))
         .add("batch_size", batch_size).add("final_loss", static_cast<double>(loss), 4)
         .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
-    if (test) {
+    if (test && !stop.requested()) {  // after Ctrl-C the user wants out: no evaluation
       Precision p = evaluate(device, *stream, network, averages.as<float>(), *test);
       std::printf("precision @ 1 = %.3f (%lld of %lld)\n", p.precision_at_1(), p.correct,
                   p.predictions);

@@ -15,6 +15,7 @@
 
 namespace towers {
 
+/// First SIGINT/SIGTERM: stop after this step; second: quit at once. Introduced in chapter 1.
 class GracefulStop {
  public:
   /// Installs the SIGINT and SIGTERM handlers.

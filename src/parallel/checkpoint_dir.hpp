@@ -36,6 +36,7 @@ struct CheckpointFlags {
 /// Adds --checkpoint-dir, --resume, --resume-if-present and --overwrite.
 void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags);
 
+/// The checkpoint folder of one run, settled before its first step. Introduced in chapter 1.
 class CheckpointDir {
  public:
   /// Settles the folder as described above; throws UsageError naming the flag.

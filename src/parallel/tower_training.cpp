@@ -23,8 +23,7 @@ void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) 
 }
 
 TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input)
-    : flags_(flags), runtime_(Runtime::create(flags.runtime)),
-      stop_(std::make_unique<GracefulStop>()) {
+    : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);
@@ -45,6 +44,8 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   if (probe) {
     rendezvous_ = std::make_unique<Rendezvous>(*runtime_, num_towers(), std::chrono::milliseconds(500));
   }
+  // Last, so that Ctrl-C during setup (making the synthetic cache) still quits at once.
+  stop_ = std::make_unique<GracefulStop>();
   std::printf("%d tower(s) of batch %d on %d %s device(s)\n", num_towers(), flags.layout.batch_size,
               runtime_->device_count(), std::string(to_string(runtime_->backend())).c_str());
 }
