@@ -28,7 +28,28 @@ using data::testing::TempDir;
 using testing::run;
 using testing::run_and_signal;
 
-constexpr const char* kQuick = "--backend host --batch-size 4 --log-every 1 ";
+// A small CIFAR-10 folder: five training files of 64 records and a test file of 64.
+void write_small_cifar(const fs::path& dir) {
+  const data::Dataset train = data::generate_synthetic(7, data::Split::kTrain, 0, 5 * 64);
+  for (int f = 0; f < 5; ++f) {
+    data::write_records(dir / ("data_batch_" + std::to_string(f + 1) + ".bin"), train, f * 64, 64);
+  }
+  data::write_records(data::test_file(dir), data::generate_synthetic(7, data::Split::kTest, 0, 64));
+}
+
+// The flags of a quick run: tiny batches on a tiny data set, so that the tests stay
+// fast under ThreadSanitizer too (no 50,000-image set to read).
+std::string quick_flags(const fs::path& data_dir = {}, int batch_size = 4) {
+  struct SmallSet {  // made on first use, removed when the test process exits
+    fs::path dir = fs::temp_directory_path() / ("towers-nothing-lost-data-" + std::to_string(::getpid()));
+    SmallSet() { fs::create_directories(dir); write_small_cifar(dir); }
+    ~SmallSet() { std::error_code ignored; fs::remove_all(dir, ignored); }
+  };
+  static const SmallSet set;
+  const fs::path& small = set.dir;
+  return "--backend host --batch-size " + std::to_string(batch_size) + " --log-every 1 --data-dir " +
+         (data_dir.empty() ? small : data_dir).string() + " ";
+}
 
 bool has(const testing::ProgramRun& r, const std::string& text) {
   return r.output.find(text) != std::string::npos;
@@ -45,32 +66,23 @@ std::set<std::string> names_in(const fs::path& dir) {
   return names;
 }
 
-// A small CIFAR-10 folder: five training files of 64 records and a test file of 64.
-void write_small_cifar(const fs::path& dir) {
-  const data::Dataset train = data::generate_synthetic(7, data::Split::kTrain, 0, 5 * 64);
-  for (int f = 0; f < 5; ++f) {
-    data::write_records(dir / ("data_batch_" + std::to_string(f + 1) + ".bin"), train, f * 64, 64);
-  }
-  data::write_records(data::test_file(dir), data::generate_synthetic(7, data::Split::kTest, 0, 64));
-}
-
 // --- 1. Every output is checked before the first step --------------------------------
 
 TEST(NothingLost, ABadTracePathIsRefusedBeforeTrainingInEveryChapter) {
   TempDir dir;
   const std::string missing = (dir.path() / "no" / "such" / "trace.json").string();
   for (const char* program : {"01_single_gpu", "02_serial_towers", "03_stream_towers", "04_nccl_iterator"}) {
-    auto r = run(program, std::string(kQuick) + "--steps 100000 --trace " + missing);
+    auto r = run(program, quick_flags() + "--steps 100000 --trace " + missing);
     EXPECT_EQ(r.exit_code, 2) << program << r.output;
     EXPECT_TRUE(has(r, "--trace")) << r.output;
     EXPECT_TRUE(has(r, "does not exist")) << r.output;
     EXPECT_FALSE(has(r, ": step 0")) << program << " trained before refusing:\n" << r.output;
   }
-  auto svg = run("03_stream_towers", std::string(kQuick) + "--steps 100000 --trace-svg " + dir.path().string());
+  auto svg = run("03_stream_towers", quick_flags() + "--steps 100000 --trace-svg " + dir.path().string());
   EXPECT_EQ(svg.exit_code, 2) << svg.output;
   EXPECT_TRUE(has(svg, "--trace-svg")) << svg.output;
   EXPECT_TRUE(has(svg, "is a folder, not a file")) << svg.output;
-  auto params = run("02_serial_towers", std::string(kQuick) + "--steps 100000 --save-params " + missing);
+  auto params = run("02_serial_towers", quick_flags() + "--steps 100000 --save-params " + missing);
   EXPECT_EQ(params.exit_code, 2) << params.output;
   EXPECT_TRUE(has(params, "--save-params")) << params.output;
 }
@@ -78,13 +90,13 @@ TEST(NothingLost, ABadTracePathIsRefusedBeforeTrainingInEveryChapter) {
 TEST(NothingLost, CheckpointDirIsCreatedWithParentsOrRefusedByName) {
   TempDir dir;
   const fs::path nested = dir.path() / "runs" / "a" / "b";
-  auto made = run("01_single_gpu", std::string(kQuick) + "--steps 1 --checkpoint-dir " + nested.string());
+  auto made = run("01_single_gpu", quick_flags() + "--steps 1 --checkpoint-dir " + nested.string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
   EXPECT_TRUE(fs::exists(nested / "model.ckpt-1")) << made.output;
 
   const fs::path file = dir.path() / "a-file";
   std::ofstream(file) << "x";
-  auto refused = run("01_single_gpu", std::string(kQuick) + "--steps 100000 --checkpoint-dir " + file.string());
+  auto refused = run("01_single_gpu", quick_flags() + "--steps 100000 --checkpoint-dir " + file.string());
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_TRUE(has(refused, "--checkpoint-dir")) << refused.output;
   EXPECT_TRUE(has(refused, "is a file, not a folder")) << refused.output;
@@ -97,7 +109,7 @@ TEST(NothingLost, EvalTestSetIsCheckedBeforeTraining) {
   const std::string bytes = read_bytes(data::test_file(dir.path()));
   std::ofstream(data::test_file(dir.path()), std::ios::binary | std::ios::trunc)
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 100));  // truncated
-  auto r = run("01_single_gpu", std::string(kQuick) + "--steps 100000 --eval --data-dir " + dir.path().string());
+  auto r = run("01_single_gpu", quick_flags(dir.path()) + "--steps 100000 --eval");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "test_batch.bin")) << r.output;
   EXPECT_TRUE(has(r, "truncated")) << r.output;
@@ -108,11 +120,11 @@ TEST(NothingLost, EvalTestSetIsCheckedBeforeTraining) {
 
 TEST(NothingLost, SaveParamsTouchesNoOtherFile) {
   TempDir dir;
-  auto first = run("01_single_gpu", std::string(kQuick) + "--steps 1 --checkpoint-dir " + dir.path().string());
+  auto first = run("01_single_gpu", quick_flags() + "--steps 1 --checkpoint-dir " + dir.path().string());
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const std::string checkpoint = read_bytes(dir.path() / "model.ckpt-1");
   // Chapter 2 ends at step 1 too: the old save went through model.ckpt-1 and deleted it.
-  auto r = run("02_serial_towers", std::string(kQuick) + "--steps 1 --save-params " +
+  auto r = run("02_serial_towers", quick_flags() + "--steps 1 --save-params " +
                (dir.path() / "params.ckpt").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"model.ckpt-1", "params.ckpt"}));
@@ -125,14 +137,14 @@ TEST(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
   const fs::path params = dir.path() / "params.ckpt";
   for (const char* program : {"02_serial_towers", "03_stream_towers", "04_nccl_iterator"}) {
     fs::remove(params);
-    auto r = run(program, std::string(kQuick) + "--steps 1 --trace /dev/full --save-params " + params.string());
+    auto r = run(program, quick_flags() + "--steps 1 --trace /dev/full --save-params " + params.string());
     EXPECT_EQ(r.exit_code, 1) << program << r.output;
     EXPECT_TRUE(has(r, "No space left on device")) << r.output;
     EXPECT_FALSE(has(r, "trace: wrote /dev/full")) << r.output;
     EXPECT_EQ(r.last("steps"), "1") << program << ": the summary was dropped\n" << r.output;
     EXPECT_TRUE(fs::exists(params)) << program << ": --save-params was dropped\n" << r.output;
   }
-  auto one = run("01_single_gpu", std::string(kQuick) + "--steps 1 --trace-svg /dev/full");
+  auto one = run("01_single_gpu", quick_flags() + "--steps 1 --trace-svg /dev/full");
   EXPECT_EQ(one.exit_code, 1) << one.output;
   EXPECT_EQ(one.last("steps"), "1") << one.output;
 }
@@ -140,33 +152,33 @@ TEST(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
 TEST(NothingLost, AFreshRunRefusesAFolderWithCheckpointsUnlessOverwrite) {
   TempDir dir;
   const std::string ckpt = "--checkpoint-dir " + dir.path().string();
-  ASSERT_EQ(run("01_single_gpu", std::string(kQuick) + "--steps 2 " + ckpt).exit_code, 0);
+  ASSERT_EQ(run("01_single_gpu", quick_flags() + "--steps 2 " + ckpt).exit_code, 0);
   const std::string saved = read_bytes(dir.path() / "model.ckpt-2");
-  auto refused = run("01_single_gpu", std::string(kQuick) + "--steps 2 --seed 9 " + ckpt);
+  auto refused = run("01_single_gpu", quick_flags() + "--steps 2 --seed 9 " + ckpt);
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_TRUE(has(refused, "--overwrite")) << refused.output;
   EXPECT_TRUE(has(refused, "--resume")) << refused.output;
   EXPECT_EQ(read_bytes(dir.path() / "model.ckpt-2"), saved);
 
-  auto afresh = run("01_single_gpu", std::string(kQuick) + "--steps 1 --overwrite " + ckpt);
+  auto afresh = run("01_single_gpu", quick_flags() + "--steps 1 --overwrite " + ckpt);
   ASSERT_EQ(afresh.exit_code, 0) << afresh.output;
   EXPECT_EQ(names_in(dir.path()), std::set<std::string>{"model.ckpt-1"}) << afresh.output;
 }
 
 TEST(NothingLost, ResumeWithoutACheckpointIsAnErrorUnlessIfPresent) {
   TempDir dir;
-  auto missing = run("01_single_gpu", std::string(kQuick) + "--steps 1 --resume --checkpoint-dir " +
+  auto missing = run("01_single_gpu", quick_flags() + "--steps 1 --resume --checkpoint-dir " +
                      (dir.path() / "typo").string());
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
   EXPECT_TRUE(has(missing, "does not exist")) << missing.output;
   EXPECT_TRUE(has(missing, "--resume-if-present")) << missing.output;
   EXPECT_FALSE(fs::exists(dir.path() / "typo")) << "a mistyped folder was created";
 
-  auto empty = run("01_single_gpu", std::string(kQuick) + "--steps 1 --resume --checkpoint-dir " + dir.path().string());
+  auto empty = run("01_single_gpu", quick_flags() + "--steps 1 --resume --checkpoint-dir " + dir.path().string());
   EXPECT_EQ(empty.exit_code, 2) << empty.output;
   EXPECT_TRUE(has(empty, "holds no model.ckpt-<step> file")) << empty.output;
 
-  auto fresh = run("01_single_gpu", std::string(kQuick) + "--steps 1 --resume-if-present --checkpoint-dir " +
+  auto fresh = run("01_single_gpu", quick_flags() + "--steps 1 --resume-if-present --checkpoint-dir " +
                    dir.path().string());
   EXPECT_EQ(fresh.exit_code, 0) << fresh.output;
   EXPECT_TRUE(has(fresh, "starting from scratch")) << fresh.output;
@@ -176,17 +188,17 @@ TEST(NothingLost, ResumeWithoutACheckpointIsAnErrorUnlessIfPresent) {
 TEST(NothingLost, ResumeRemovesStaleTemporaryFilesAndTrustsOnlyMatchingNames) {
   TempDir dir;
   const std::string ckpt = "--checkpoint-dir " + dir.path().string();
-  ASSERT_EQ(run("01_single_gpu", std::string(kQuick) + "--steps 2 " + ckpt).exit_code, 0);
+  ASSERT_EQ(run("01_single_gpu", quick_flags() + "--steps 2 " + ckpt).exit_code, 0);
   // A save killed mid-write by a process that no longer exists (pid above pid_max).
   std::ofstream(dir.path() / "model.ckpt-3.tmp-999999999") << "half";
-  auto resumed = run("01_single_gpu", std::string(kQuick) + "--steps 1 --resume " + ckpt);
+  auto resumed = run("01_single_gpu", quick_flags() + "--steps 1 --resume " + ckpt);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_EQ(resumed.last("global_step"), "3");
   EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"model.ckpt-2", "model.ckpt-3"}));
 
   // A file renamed by hand: its name says 9, its content says 3. Refused, not guessed.
   fs::copy_file(dir.path() / "model.ckpt-3", dir.path() / "model.ckpt-9");
-  auto mismatched = run("01_single_gpu", std::string(kQuick) + "--steps 1 --resume " + ckpt);
+  auto mismatched = run("01_single_gpu", quick_flags() + "--steps 1 --resume " + ckpt);
   EXPECT_EQ(mismatched.exit_code, 2) << mismatched.output;
   EXPECT_TRUE(has(mismatched, "records global_step 3")) << mismatched.output;
 }
@@ -200,7 +212,7 @@ TEST(NothingLost, ADivergedRunStopsAndSavesNothing) {
   huge.params.assign(model::kNumParameters, 1e30f);  // finite, but every activation overflows
   huge.moving_averages = huge.params;
   model::save_checkpoint(dir.path(), huge);
-  auto r = run("01_single_gpu", std::string(kQuick) + "--steps 3 --resume --checkpoint-dir " + dir.path().string());
+  auto r = run("01_single_gpu", quick_flags() + "--steps 3 --resume --checkpoint-dir " + dir.path().string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r, "Model diverged with loss = ")) << r.output;
   EXPECT_EQ(names_in(dir.path()), std::set<std::string>{"model.ckpt-5"}) << r.output;
@@ -231,7 +243,7 @@ TEST(NothingLost, AnUnreadableDataFileSaysWhy) {
   fs::permissions(dir.path() / "data_batch_1.bin", fs::perms::none);
   // Root reads anything: run the program as nobody, as a user without the right would.
   const std::string as_user = ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
-  auto r = run("01_single_gpu", std::string(kQuick) + "--steps 1 --data-dir " + dir.path().string(), as_user);
+  auto r = run("01_single_gpu", quick_flags(dir.path()) + "--steps 1", as_user);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "Permission denied")) << r.output;
   EXPECT_FALSE(has(r, "Success")) << r.output;
@@ -242,20 +254,25 @@ TEST(NothingLost, AFolderWhereADataFileShouldBeIsNamedAsSuch) {
   write_small_cifar(dir.path());
   fs::remove(dir.path() / "data_batch_2.bin");
   fs::create_directory(dir.path() / "data_batch_2.bin");
-  auto r = run("01_single_gpu", std::string(kQuick) + "--steps 1 --data-dir " + dir.path().string());
+  auto r = run("01_single_gpu", quick_flags(dir.path()) + "--steps 1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "data_batch_2.bin is a folder, not a CIFAR-10 file")) << r.output;
 }
 
 TEST(NothingLost, ACorruptSyntheticCacheSaysDeleteIt) {
   TempDir dir;
-  const fs::path cache = data::ensure_synthetic_cifar10(data::kDefaultSyntheticSeed, dir.path());
+  // A copy of the shared cache (made once per machine; generating one here would be slow
+  // under ThreadSanitizer), damaged by one byte.
+  const fs::path shared = data::ensure_synthetic_cifar10(data::kDefaultSyntheticSeed);
+  const fs::path cache = data::synthetic_dir(data::kDefaultSyntheticSeed, dir.path());
+  fs::copy(shared, cache, fs::copy_options::recursive);
+  ASSERT_EQ(data::ensure_synthetic_cifar10(data::kDefaultSyntheticSeed, dir.path()), cache);
   {
     std::fstream file(cache / "data_batch_3.bin", std::ios::in | std::ios::out | std::ios::binary);
     file.seekp(3073 * 10);
     file.put(static_cast<char>(200));  // label 200: not a class
   }
-  auto r = run("01_single_gpu", std::string(kQuick) + "--steps 1", "TOWERS_CACHE_DIR=" + dir.path().string() + " ");
+  auto r = run("01_single_gpu", "--backend host --batch-size 4 --steps 1", "TOWERS_CACHE_DIR=" + dir.path().string() + " ");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "rm -r " + cache.string())) << r.output;
   EXPECT_FALSE(has(r, "download")) << r.output;
@@ -276,12 +293,12 @@ TEST(NothingLost, BadNumbersSayWhatIsWrong) {
     EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;
     EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;
   }
-  auto largest = run("02_serial_towers", "--backend host --steps 0 --seed 18446744073709551615");
+  auto largest = run("02_serial_towers", quick_flags() + "--steps 0 --seed 18446744073709551615");
   EXPECT_EQ(largest.exit_code, 0) << largest.output;
 }
 
 TEST(NothingLost, RendezvousIsNoneWhenNoProbeRan) {
-  auto r = run("03_stream_towers", "--backend host --steps 0 --probe");
+  auto r = run("03_stream_towers", quick_flags() + "--steps 0 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("rendezvous"), "none") << r.output;
 }
@@ -291,7 +308,7 @@ TEST(NothingLost, RendezvousIsNoneWhenNoProbeRan) {
 TEST(NothingLost, SigintFinishesTheStepSavesAndExits130) {
   TempDir dir;
   const fs::path trace = dir.path() / "trace.json";
-  auto r = run_and_signal("01_single_gpu", std::string(kQuick) + "--steps 100000 --checkpoint-dir " +
+  auto r = run_and_signal("01_single_gpu", quick_flags() + "--steps 100000 --checkpoint-dir " +
                           (dir.path() / "ckpt").string() + " --trace " + trace.string(),
                           ": step 1,", SIGINT);
   EXPECT_EQ(r.exit_code, 130) << r.output;
@@ -305,7 +322,7 @@ TEST(NothingLost, SigintFinishesTheStepSavesAndExits130) {
 }
 
 TEST(NothingLost, ASecondSignalExitsAtOnce) {
-  auto r = run_and_signal("01_single_gpu", "--backend host --batch-size 128 --log-every 1 --steps 100000",
+  auto r = run_and_signal("01_single_gpu", quick_flags({}, 128) + "--steps 100000",
                           ": step 0,", SIGINT, /*twice=*/true);
   EXPECT_EQ(r.exit_code, 130) << r.output;
   EXPECT_TRUE(has(r, "quitting at once")) << r.output;
@@ -315,7 +332,7 @@ TEST(NothingLost, ASecondSignalExitsAtOnce) {
 TEST(NothingLost, SigtermStopsTheTowersAndKeepsSaveParams) {
   TempDir dir;
   const fs::path params = dir.path() / "params.ckpt";
-  auto r = run_and_signal("03_stream_towers", std::string(kQuick) + "--steps 100000 --save-params " +
+  auto r = run_and_signal("03_stream_towers", quick_flags() + "--steps 100000 --save-params " +
                           params.string(), ": step 1,", SIGTERM);
   EXPECT_EQ(r.exit_code, 143) << r.output;
   EXPECT_EQ(r.last("stopped_by"), "SIGTERM") << r.output;
