@@ -4,13 +4,16 @@
 // to the device, runs forward and backward, applies SGD and updates the moving averages.
 // There are no towers yet, so nothing meets; the host waits once per step to log the loss.
 #include <algorithm>
+#include <optional>
 #include <cstdio>
 #include <thread>
 
-#include "model/checkpoint.hpp"
+#include "cli/graceful_stop.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "parallel/checkpoint_dir.hpp"
+#include "parallel/divergence.hpp"
 #include "parallel/evaluate.hpp"
 #include "parallel/input_queue.hpp"
 #include "parallel/training.hpp"
@@ -25,22 +28,24 @@ int main(int argc, char** argv) {
   // One device, one tower: on the host backend let each op use every core (the later
   // chapters give each simulated device one core instead).
   int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string checkpoint_dir;
-  bool resume = false, eval = false;
+  CheckpointFlags checkpoint_flags;
+  bool eval = false;
   add_training_flags(app, flags, /*with_towers=*/false);
   app.add_option("--device", device_index, "which device to train on")->capture_default_str()
-      ->check(CLI::Range(0, 1023));
+      ->check(whole_number(0, kMaxDevices - 1));
   app.add_option("--host-threads", host_threads,
                  "host backend: threads each op may use (default: one per core)")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
-  app.add_option("--checkpoint-dir", checkpoint_dir,
-                 "save model.ckpt-<step> here every 1000 steps and at the end");
-  app.add_flag("--resume", resume, "continue from the newest checkpoint in --checkpoint-dir");
+      ->capture_default_str()->check(whole_number(1, 1024));
+  add_checkpoint_flags(app, checkpoint_flags);
   app.add_flag("--eval", eval, "after training, print precision @ 1 on the test set "
                                "(moving averages of the parameters, as cifar10_eval.py)");
 
   return run_program(app, argc, argv, [&] {
-    if (resume && checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir.");
+    // Everything this run will write or read at the end is checked first: a typo costs
+    // seconds, never a run (the trace paths were checked when the flags were parsed).
+    CheckpointDir checkpoints(checkpoint_flags);
+    std::optional<data::Dataset> test;
+    if (eval) test = load_test_set(flags.data_dir);
     flags.runtime.devices = device_index + 1;
     auto runtime = Runtime::create(flags.runtime);
     Device& device = runtime->device(device_index);
@@ -56,10 +61,9 @@ int main(int argc, char** argv) {
 
     // State: parameters and their moving averages, fresh or from the newest checkpoint.
     TrainingState state;
-    auto latest = resume ? latest_checkpoint(checkpoint_dir) : std::nullopt;
-    if (latest) {
-      state = load_checkpoint(*latest);
-      std::printf("resumed from %s at step %lld\n", latest->string().c_str(),
+    if (checkpoints.resumed()) {
+      state = *checkpoints.resumed();
+      std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
                   static_cast<long long>(state.global_step));
     } else {
       state.params.resize(kNumParameters);
@@ -82,7 +86,8 @@ int main(int argc, char** argv) {
     const std::int64_t steps_per_decay = decay_steps(batch_size, 1);
     std::int64_t global_step = state.global_step;
     float loss = 0;
-    for (int step = 0; step < flags.steps; ++step) {
+    GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
+    for (int step = 0; step < flags.steps && !stop.requested(); ++step) {
       auto start = std::chrono::steady_clock::now();
       runtime->trace().set_step(step);
       // docs-begin: train-step
@@ -101,32 +106,37 @@ int main(int argc, char** argv) {
       loss = host_losses.as<float>()[kTotalLoss];
       ++global_step;
       log.step_done(global_step - 1, loss, seconds_since(start));
-      const bool last = step + 1 == flags.steps;
-      if (!checkpoint_dir.empty() && (global_step % 1000 == 0 || last)) {
+      const bool last = step + 1 == flags.steps || stop.requested();
+      const bool save = checkpoints.enabled() && (global_step % 1000 == 0 || last);
+      if (save || parameter_check_due(step + 1)) {  // a NaN weight can hide behind a ReLU
         stream->copy(state.params.data(), params.data(), param_bytes);
         stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
         stream->synchronize();
+        check_parameters(state.params.data(), global_step - 1);
         state.global_step = global_step;
-        std::printf("saved %s\n", save_checkpoint(checkpoint_dir, state).string().c_str());
+        if (save) std::printf("saved %s\n", checkpoints.save(state).string().c_str());
       }
     }
+    bool written = true;
     if (runtime->trace().enabled()) {
-      write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
+      written = write_output([&] {
+        write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
+      });
     }
 
     Summary summary;
     summary.add("backend", std::string(to_string(runtime->backend())))
-        .add("steps", flags.steps).add("global_step", static_cast<long long>(global_step))
+        .add("steps", log.steps()).add("global_step", static_cast<long long>(global_step))
         .add("batch_size", batch_size).add("final_loss", static_cast<double>(loss), 4)
         .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
-    if (eval) {
-      data::Dataset test = load_test_set(flags.data_dir);
-      Precision p = evaluate(device, *stream, network, averages.as<float>(), test);
+    if (test && !stop.requested()) {  // after Ctrl-C the user wants out: no evaluation
+      Precision p = evaluate(device, *stream, network, averages.as<float>(), *test);
       std::printf("precision @ 1 = %.3f (%lld of %lld)\n", p.precision_at_1(), p.correct,
                   p.predictions);
       summary.add("precision_at_1", p.precision_at_1(), 4);
     }
+    if (stop.requested()) summary.add("stopped_by", std::string(stop.signal_name()));
     summary.print();
-    return 0;
+    return stop.exit_status(written ? 0 : 1);
   });
 }

@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
                "gradients averaged on the host."};
   TrainingFlags flags;
   bool probe = false;
-  std::string save_params;
-  TowerTraining::add_flags(app, flags, probe, save_params);
+  TowerTraining::add_flags(app, flags, probe);
 
   return run_program(app, argc, argv, [&] {
     TowerTraining training(flags, probe);
@@ -49,8 +48,10 @@ int main(int argc, char** argv) {
       }
     };
     copy_params_to_devices();
+    training.read_params_with([&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); });
 
-    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
+         ++global_step) {
       training.begin_step(global_step);
       // docs-begin: serial-towers
       for (int i = 0; i < num_gpus; ++i) {
@@ -74,8 +75,6 @@ int main(int argc, char** argv) {
       // docs-end: host-average
       training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
     }
-    training.finish("chapter 2: serial towers", "host");
-    save_params_if_asked(save_params, params.as<float>(), flags.steps);
-    return 0;
+    return training.finish("chapter 2: serial towers", "host");
   });
 }

@@ -17,8 +17,7 @@ int main(int argc, char** argv) {
                "averaged on device 0 with peer copies ordered by events."};
   TrainingFlags flags;
   bool probe = false;
-  std::string save_params;
-  TowerTraining::add_flags(app, flags, probe, save_params);
+  TowerTraining::add_flags(app, flags, probe);
 
   return run_program(app, argc, argv, [&] {
     TowerTraining training(flags, probe);
@@ -36,9 +35,14 @@ int main(int argc, char** argv) {
     }
     meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
     meet.synchronize();
+    training.read_params_with([&](float* out) {
+      meet.copy(out, root.params.data(), param_bytes);
+      meet.synchronize();
+    });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
-    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
+         ++global_step) {
       training.begin_step(global_step);
       // docs-begin: enqueue-towers
       for (auto& tower : towers) {
@@ -65,11 +69,6 @@ int main(int argc, char** argv) {
       training.runtime().synchronize();  // the one wait of the step: read the loss
       training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
     }
-    training.finish("chapter 3: stream towers", "device0");
-    Buffer final_params = root.device->allocate_pinned(param_bytes);
-    meet.copy(final_params.data(), root.params.data(), param_bytes);
-    meet.synchronize();
-    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
-    return 0;
+    return training.finish("chapter 3: stream towers", "device0");
   });
 }

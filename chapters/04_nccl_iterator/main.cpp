@@ -24,10 +24,10 @@ int main(int argc, char** argv) {
                "averaged by an all-reduce (NCCL or a ring), every tower updating its own copy."};
   TrainingFlags flags;
   bool probe = false;
-  std::string save_params, allreduce_choice = "auto";
+  std::string allreduce_choice = "auto";
   InputFlags input_flags;
   CheckFlags check_flags;
-  TowerTraining::add_flags(app, flags, probe, save_params);
+  TowerTraining::add_flags(app, flags, probe);
   add_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
@@ -58,9 +58,14 @@ int main(int argc, char** argv) {
     ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
+    training.read_params_with([&](float* out) {
+      streams[0]->copy(out, param_ptrs[0], param_bytes);
+      streams[0]->synchronize();
+    });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
-    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
+         ++global_step) {
       training.begin_step(global_step);
       // docs-begin: iterator-towers
       for (int i = 0; i < num_gpus; ++i) {
@@ -92,11 +97,6 @@ int main(int argc, char** argv) {
         .add("input_wait_ms", inputs.input_wait_ms() / std::max(1, flags.steps), 3)
         .add("input_overlap", pipeline.input_overlap(), 3)
         .add("param_checks", check.checks());
-    training.finish("chapter 4: nccl iterator", "allreduce", extra);
-    Buffer final_params = towers[0]->device->allocate_pinned(param_bytes);
-    streams[0]->copy(final_params.data(), param_ptrs[0], param_bytes);
-    streams[0]->synchronize();
-    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
-    return 0;
+    return training.finish("chapter 4: nccl iterator", "allreduce", extra);
   });
 }

@@ -1,12 +1,62 @@
 // SPDX-License-Identifier: MIT
 #include "cli/options.hpp"
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 
+#include "cli/output_paths.hpp"
 #include "trace/export.hpp"
 
 namespace towers {
+
+CLI::Validator whole_number(long long lo, long long hi, const std::string& why) {
+  return CLI::Validator(
+      [lo, hi, why](std::string& text) -> std::string {
+        long long value = 0;
+        const char* end = text.data() + text.size();
+        auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+          return "'" + text + "' is not a whole number";
+        }
+        if (error == std::errc::result_out_of_range || value < lo || value > hi) {
+          return text + " is not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]" + why;
+        }
+        return "";
+      },
+      "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+CLI::Validator unsigned_64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+          return "'" + text + "' is not a whole number from 0 to 18446744073709551615";
+        }
+        if (error == std::errc::result_out_of_range) {
+          return text + " is larger than 18446744073709551615 (2^64 - 1)";
+        }
+        return "";
+      },
+      "UINT64");
+}
+
+CLI::Validator writable_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        try {
+          check_output_file(path, "");
+        } catch (const UsageError& e) {
+          return std::string(e.what()).substr(1);  // CLI11 puts the flag's name in front
+        }
+        return "";
+      },
+      "FILE");
+}
 
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
   app.add_option_function<std::string>(
@@ -18,13 +68,17 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
   app.add_option_function<int>(
          "--devices", [&options](int n) { options.devices = n; },
          "devices to use: host: how many to simulate; cuda: the first N GPUs")
+      ->check(whole_number(1, kMaxDevices,
+                           " (each simulated device runs its own threads; no machine has more GPUs)"))
       ->default_str("host: " + std::to_string(kDefaultHostDevices) + ", cuda: all GPUs");
 }
 
 void add_trace_flags(CLI::App& app, TraceFiles& files) {
   app.add_option("--trace", files.json,
-                 "write a Chrome-trace JSON of every op (open it at ui.perfetto.dev)");
-  app.add_option("--trace-svg", files.svg, "write the timeline as an SVG picture");
+                 "write a Chrome-trace JSON of every op (open it at ui.perfetto.dev)")
+      ->check(writable_file());
+  app.add_option("--trace-svg", files.svg, "write the timeline as an SVG picture")
+      ->check(writable_file());
 }
 
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,

@@ -21,7 +21,23 @@
 
 namespace towers {
 
-/// Adds `--backend auto|cuda|host` and `--devices N`.
+/// A flag check for a whole number in [lo, hi]: "abc" is "not a whole number", 7 outside
+/// the range is "not in [lo, hi]"; `why` (if any) is appended to say what the limit is for.
+CLI::Validator whole_number(long long lo, long long hi, const std::string& why = "");
+
+/// A flag check for an unsigned 64-bit number (a seed): rejects "-1", "2^64" and text
+/// instead of letting them wrap around or be cut short.
+CLI::Validator unsigned_64();
+
+/// A flag check that runs check_output_file() on the value: the file's folder exists and
+/// is writable. Empty values pass (the output is off).
+CLI::Validator writable_file();
+
+/// The most --devices any backend accepts: each simulated device is a worker thread per
+/// stream, and no machine holds more GPUs than this.
+inline constexpr int kMaxDevices = 1024;
+
+/// Adds `--backend auto|cuda|host` and `--devices N` (1 to kMaxDevices).
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
 
 /// Where to write trace files; empty: do not write.
@@ -30,10 +46,12 @@ struct TraceFiles {
   std::string svg;   ///< --trace-svg FILE.svg
 };
 
-/// Adds `--trace FILE.json` and `--trace-svg FILE.svg`.
+/// Adds `--trace FILE.json` and `--trace-svg FILE.svg`, both checked writable() at parse
+/// time, before any work.
 void add_trace_flags(CLI::App& app, TraceFiles& files);
 
-/// Writes `events` to the files named in `files` (those not empty) and says where.
+/// Writes `events` to the files named in `files` (those not empty) and says where; throws
+/// UsageError naming the file when a write, flush or close fails (a full disk).
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,
                        const std::string& title);
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "data/cifar10.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -69,10 +71,20 @@ Dataset parse_records(std::span<const uint8_t> bytes, const std::string& source)
 
 Dataset read_records(const fs::path& path) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) fail("CIFAR-10 file not found: " + path.string() + ".");
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    fail("cannot read " + path.string() + ": " + ec.message() + ".");  // e.g. a folder we may not enter
+  }
+  if (!fs::exists(status)) fail("CIFAR-10 file not found: " + path.string() + ".");
+  if (fs::is_directory(status)) {
+    fail(path.string() + " is a folder, not a CIFAR-10 file: --data-dir must be the folder "
+         "that holds data_batch_1.bin ... test_batch.bin.");
+  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot read " + path.string() + ": " + std::strerror(errno) + ".");
   const uintmax_t size = fs::file_size(path, ec);
-  if (!in || ec) fail("cannot read " + path.string() + ": " + ec.message() + ".");
+  if (ec) fail("cannot read " + path.string() + ": " + ec.message() + ".");
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (static_cast<size_t>(in.gcount()) != bytes.size())

@@ -12,9 +12,15 @@
 //   u64 FNV-1a 64 of every byte above
 #include "model/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <string>
 #include <unistd.h>
@@ -92,6 +98,31 @@ class Reader {
   std::size_t pos_ = 0;
 };
 
+std::optional<std::size_t> first_non_finite(const std::vector<float>& values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return i;
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void save_failed(const fs::path& file, const std::string& step, int error) {
+  throw UsageError("cannot save " + file.string() + ": " + step + " failed (" +
+                   std::strerror(error) + "); check that the folder exists, is writable and " +
+                   "has space. Nothing else was changed.");
+}
+
+// Writes `bytes` to `fd` whole, retrying short writes.
+bool write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 std::string shape_text(const std::vector<int>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
@@ -101,12 +132,27 @@ std::string shape_text(const std::vector<int>& shape) {
 }  // namespace
 
 fs::path save_checkpoint(const fs::path& dir, const TrainingState& state) {
-  const fs::path file = dir / ("model.ckpt-" + std::to_string(state.global_step));
+  return save_checkpoint_file(dir / checkpoint_name(state.global_step), state);
+}
+
+fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) {
   if (state.params.size() != kNumParameters || state.moving_averages.size() != kNumParameters) {
     throw UsageError("cannot save checkpoint " + file.string() + ": expected " +
                      std::to_string(kNumParameters) + " parameters and moving averages, got " +
                      std::to_string(state.params.size()) + " and " +
                      std::to_string(state.moving_averages.size()));
+  }
+  if (state.global_step < 0) {
+    throw UsageError("cannot save checkpoint " + file.string() + ": global_step " +
+                     std::to_string(state.global_step) + " is negative");
+  }
+  for (const std::vector<float>* values : {&state.params, &state.moving_averages}) {
+    if (const auto bad = first_non_finite(*values)) {
+      throw UsageError("cannot save checkpoint " + file.string() + ": " +
+                       (values == &state.params ? "parameter " : "moving average ") +
+                       std::to_string(*bad) + " is " + std::to_string((*values)[*bad]) +
+                       "; a diverged model is never saved");
+    }
   }
   std::string bytes(kMagic, sizeof kMagic);
   put(bytes, kFormatVersion, 4);
@@ -123,29 +169,41 @@ fs::path save_checkpoint(const fs::path& dir, const TrainingState& state) {
   put_floats(bytes, state.moving_averages);
   put(bytes, fnv1a64(bytes), 8);
 
-  // Write a temporary file next to the target, then rename it over the target: rename
-  // within a folder is atomic, so readers see the old file or the whole new one.
-  const fs::path tmp = dir / (file.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (out) out.flush();
-    if (!out) {
-      const std::string reason = std::strerror(errno);
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw UsageError("cannot save checkpoint " + file.string() + ": writing " + tmp.string() +
-                       " failed (" + reason + "); check that the folder exists and is writable");
-    }
-  }
-  std::error_code error;
-  fs::rename(tmp, file, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw UsageError("cannot save checkpoint " + file.string() + ": " + error.message());
-  }
+  write_file_atomically(file, bytes);
   return file;
+}
+
+std::string checkpoint_name(std::int64_t global_step) {
+  return "model.ckpt-" + std::to_string(global_step);
+}
+
+void write_file_atomically(const fs::path& file, const std::string& bytes) {
+  // A temporary file next to the target (same folder, so same file system), made durable
+  // with fsync, then renamed over the target: rename within a folder is atomic, so a
+  // reader sees the old file or the whole new one. The folder is synced last so the
+  // rename itself survives a power cut. Nothing but the target and our own temporary
+  // file is ever touched.
+  const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  const fs::path tmp = folder / (file.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) save_failed(file, "creating " + tmp.string(), errno);
+  const bool written = write_all(fd, bytes) && ::fsync(fd) == 0;
+  const int write_error = errno;
+  if (::close(fd) != 0 || !written) {
+    const int error = written ? errno : write_error;
+    ::unlink(tmp.c_str());
+    save_failed(file, "writing " + tmp.string(), error);
+  }
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(tmp.c_str());
+    save_failed(file, "renaming " + tmp.string() + " onto it", error);
+  }
+  const int dir_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {  // a folder we could rename in but not open is still saved, if less durably
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
 }
 
 TrainingState load_checkpoint(const fs::path& file) {
@@ -197,13 +255,23 @@ TrainingState load_checkpoint(const fs::path& file) {
   state.params = r.get_floats(kNumParameters);
   state.moving_averages = r.get_floats(kNumParameters);
   if (r.remaining() != 8) r.fail("unexpected bytes after the moving averages");
+  if (state.global_step < 0) r.fail("global_step " + std::to_string(state.global_step) + " is negative");
+  if (const auto bad = first_non_finite(state.params)) {
+    r.fail("parameter " + std::to_string(*bad) + " is not finite (" +
+           std::to_string(state.params[*bad]) + "): the model had diverged");
+  }
+  if (const auto bad = first_non_finite(state.moving_averages)) {
+    r.fail("moving average " + std::to_string(*bad) + " is not finite (" +
+           std::to_string(state.moving_averages[*bad]) + "): the model had diverged");
+  }
   return state;
 }
 
 std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return std::nullopt;
-  static const std::regex pattern("model\\.ckpt-([0-9]{1,18})");
+  // Canonical numbers only (no leading zeros), so one step has one name.
+  static const std::regex pattern("model\\.ckpt-(0|[1-9][0-9]{0,17})");
   std::optional<fs::path> best;
   long long best_step = -1;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
@@ -214,6 +282,26 @@ std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
     if (step > best_step) best_step = step, best = entry.path();
   }
   return best;
+}
+
+std::vector<fs::path> remove_stale_temporary_files(const fs::path& dir) {
+  // "<name>.tmp-<pid>" is written by write_file_atomically(); its process either renamed
+  // it or died. A file of a process that is gone (or of our own pid, which at start can
+  // only be a pid reused after a crash) is garbage; one of a living process may be a save
+  // in progress, so it stays.
+  static const std::regex pattern("model\\.ckpt-[0-9]+\\.tmp-([0-9]{1,9})");
+  std::vector<fs::path> removed;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return removed;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, pattern)) continue;
+    const auto pid = static_cast<pid_t>(std::stol(match[1].str()));
+    const bool owner_gone = pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH);
+    if (owner_gone && fs::remove(entry.path(), error)) removed.push_back(entry.path());
+  }
+  return removed;
 }
 
 }  // namespace towers::model

@@ -45,18 +45,35 @@ std::filesystem::path data_folder(const std::string& data_dir) {
   return dir;
 }
 
+// Reads a set with `load`. The synthetic set is our own cache: when it fails to read, the
+// fix is to delete it (it is regenerated), not to download CIFAR-10 as the reader's hint says.
+data::Dataset read_set(const std::filesystem::path& dir, const std::string& data_dir,
+                       data::Dataset (*load)(const std::filesystem::path&)) {
+  if (!data_dir.empty()) return load(dir);
+  try {
+    return load(dir);
+  } catch (const UsageError& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find("\n  HINT:"));
+    throw UsageError(what + "\n  The embedded synthetic set's cache at " + dir.string() +
+                     " is damaged.\n  HINT: delete it (rm -r " + dir.string() +
+                     ") and run again: it is regenerated from the seed.");
+  }
+}
+
 }  // namespace
 
 data::Dataset load_training_set(const std::string& data_dir) {
   auto dir = data_folder(data_dir);
-  data::Dataset train = data::load_train(dir);
+  data::Dataset train = read_set(dir, data_dir, data::load_train);
   std::printf("data: %zu training images from %s%s\n", train.size(), dir.string().c_str(),
               data_dir.empty() ? " (embedded synthetic CIFAR-10)" : "");
   return train;
 }
 
 data::Dataset load_test_set(const std::string& data_dir) {
-  return data::load_test(data_folder(data_dir));
+  const auto dir = data_folder(data_dir);
+  return read_set(dir, data_dir, data::load_test);
 }
 
 }  // namespace towers

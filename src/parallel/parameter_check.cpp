@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/options.hpp"
 #include "runtime/backend.hpp"
 
 namespace towers {
@@ -15,11 +16,11 @@ namespace towers {
 void add_check_flags(CLI::App& app, CheckFlags& flags) {
   app.add_option("--check-every", flags.check_every,
                  "compare the towers' parameter checksums after every K steps and the last")
-      ->capture_default_str()->check(CLI::Range(1, 100000000));
+      ->capture_default_str()->check(whole_number(1, 100000000));
   app.add_option("--inject-divergence", flags.inject_divergence,
                  "for tests: after this step, change one parameter of the last tower, so the "
                  "check must stop training")
-      ->check(CLI::Range(0, 100000000));
+      ->check(whole_number(0, 100000000));
 }
 
 std::uint64_t fnv1a(const void* data, std::size_t bytes) {

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/tower_inputs.hpp"
 
+#include "cli/options.hpp"
+
 namespace towers {
 
 void add_input_flags(CLI::App& app, InputFlags& flags) {
   app.add_option("--prefetch", flags.prefetch, "batches each tower's iterator prepares ahead")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()->check(whole_number(1, 64));
   app.add_option("--input-threads", flags.input_threads,
                  "threads that distort images, shared by the towers' iterators")
-      ->capture_default_str()->check(CLI::Range(1, 256));
+      ->capture_default_str()->check(whole_number(1, 256));
 }
 
 TowerInputs::TowerInputs(const data::Dataset& train,

@@ -2,23 +2,24 @@
 #include "parallel/tower_training.hpp"
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <stdexcept>
 
+#include "cli/output_paths.hpp"
 #include "model/checkpoint.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
+#include "parallel/divergence.hpp"
 
 namespace towers {
 
-void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe,
-                              std::string& save_params) {
+void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) {
   add_training_flags(app, flags, /*with_towers=*/true);
   app.add_flag("--probe", probe,
                "prove concurrency in step 0 with a rendezvous across the towers "
-               "(summary key rendezvous=met|timeout)");
-  app.add_option("--save-params", save_params,
-                 "write the final parameters to this file (checkpoint format), to compare runs");
+               "(summary key rendezvous=met|timeout; none when step 0 did not run)");
+  app.add_option("--save-params", flags.save_params,
+                 "write the final parameters to this file (checkpoint format), to compare runs")
+      ->check(writable_file());
 }
 
 TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input)
@@ -43,6 +44,8 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   if (probe) {
     rendezvous_ = std::make_unique<Rendezvous>(*runtime_, num_towers(), std::chrono::milliseconds(500));
   }
+  // Last, so that Ctrl-C during setup (making the synthetic cache) still quits at once.
+  stop_ = std::make_unique<GracefulStop>();
   std::printf("%d tower(s) of batch %d on %d %s device(s)\n", num_towers(), flags.layout.batch_size,
               runtime_->device_count(), std::string(to_string(runtime_->backend())).c_str());
 }
@@ -58,7 +61,10 @@ void TowerTraining::begin_step(int step) {
 }
 
 void TowerTraining::probe(Tower& tower) {
-  if (rendezvous_ && step_ == 0) rendezvous_->enqueue(*tower.stream);
+  if (rendezvous_ && step_ == 0) {
+    rendezvous_->enqueue(*tower.stream);
+    probed_ = true;
+  }
 }
 
 void TowerTraining::end_enqueue() { runtime_->trace().add_host_span("enqueue", enqueue_start_us_); }
@@ -67,30 +73,40 @@ void TowerTraining::end_step(int step, float loss) {
   last_loss_ = loss;
   log_->step_done(step, loss, seconds_since(step_start_));
   traces_->collect(step);
+  if (read_params_ && parameter_check_due(step + 1)) {
+    host_params_.resize(model::kNumParameters);
+    read_params_(host_params_.data());
+    check_parameters(host_params_.data(), step);
+  }
 }
 
 void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch) {
   traces_->set_watch(std::move(watch));
 }
 
-void TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {
+int TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {
   traces_->print_last_timeline(title);
+  bool written = true;
+  if (!flags_.save_params.empty()) {
+    written &= write_output([&] {
+      if (!read_params_) throw std::logic_error("--save-params needs read_params_with()");
+      model::TrainingState state;
+      state.global_step = log_->steps();
+      state.params.resize(model::kNumParameters);
+      read_params_(state.params.data());
+      check_parameters(state.params.data(), state.global_step - 1);
+      state.moving_averages = state.params;
+      model::save_checkpoint_file(flags_.save_params, state);
+      std::printf("saved parameters to %s\n", flags_.save_params.c_str());
+    });
+  }
+  written &= write_output([&] { traces_->write_trace_files(title); });
   Summary summary = tower_summary(flags_, *runtime_, num_towers(), *traces_, *log_, last_loss_);
   summary.add("towers_meet", towers_meet);
-  if (rendezvous_) summary.add("rendezvous", rendezvous_->all_met() ? "met" : "timeout");
+  if (rendezvous_) summary.add("rendezvous", !probed_ ? "none" : rendezvous_->all_met() ? "met" : "timeout");
+  if (stop_->requested()) summary.add("stopped_by", std::string(stop_->signal_name()));
   summary.append(extra).print();
-}
-
-void save_params_if_asked(const std::string& path, const float* params, std::int64_t global_step) {
-  if (path.empty()) return;
-  model::TrainingState state;
-  state.global_step = global_step;
-  state.params.assign(params, params + model::kNumParameters);
-  state.moving_averages = state.params;
-  std::filesystem::path target(path);
-  auto written = model::save_checkpoint(target.parent_path().empty() ? "." : target.parent_path(), state);
-  std::filesystem::rename(written, target);
-  std::printf("saved parameters to %s\n", path.c_str());
+  return stop_->exit_status(written ? 0 : 1);
 }
 
 }  // namespace towers

@@ -6,6 +6,11 @@
 // pinned global batch (chapters 2-3; chapter 4's towers read their own iterators and
 // make none), the initial parameters, the step log, the per-step trace analysis and the
 // optional concurrency probe, and prints the closing timeline and summary.
+// Nothing lost: every output path was checked when the flags were parsed; a first
+// SIGINT/SIGTERM ends the loop after its step (stop_requested()); the loss is checked
+// every step and the parameters every kParameterCheckEvery steps and before
+// --save-params; finish() writes --save-params atomically, then the trace, then the
+// summary, and a failure of one output never drops the ones after it.
 // Used from one host thread.
 #pragma once
 
@@ -15,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/graceful_stop.hpp"
 #include "data/cifar10.hpp"
 #include "parallel/input_queue.hpp"
 #include "parallel/tower.hpp"
@@ -32,10 +38,12 @@ enum class TowerInput {
 /// Everything around a multi-tower training loop. Introduced in chapter 2.
 class TowerTraining {
  public:
-  /// Adds the shared flags plus --probe and --save-params to `app`.
-  static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe, std::string& save_params);
+  /// Adds the shared flags plus --probe and --save-params (into flags.save_params, checked
+  /// writable at parse time) to `app`.
+  static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe);
 
-  /// Builds runtime, towers and input; gives each simulated device one op thread.
+  /// Builds runtime, towers and input; gives each simulated device one op thread;
+  /// installs the graceful-stop handlers for SIGINT and SIGTERM.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
   /// feeds its towers from train_set()), and images()/labels() return null.
   TowerTraining(const TrainingFlags& flags, bool probe,
@@ -62,6 +70,13 @@ class TowerTraining {
   /// The initial parameters (host, pinned), from --seed.
   float* initial_params() { return initial_params_.as<float>(); }
 
+  /// Says how to copy the current parameters (kNumParameters floats) to a host buffer:
+  /// used to check them for divergence and to write --save-params. Call once, before the loop.
+  void read_params_with(std::function<void(float* host)> read) { read_params_ = std::move(read); }
+
+  /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
+  bool stop_requested() const { return stop_->requested(); }
+
   /// Starts step `step`: fills the next global batch (host; not with kOwnIterators) and
   /// starts its timer.
   void begin_step(int step);
@@ -77,7 +92,8 @@ class TowerTraining {
   /// Marks the end of enqueueing (a host span "enqueue" in the trace).
   void end_enqueue();
   /// Ends the step after its synchronize: logs the loss (the last tower's, as TF logs),
-  /// analyses the step's trace.
+  /// analyses the step's trace, and every kParameterCheckEvery steps checks the
+  /// parameters. Throws Diverged on a non-finite loss or parameter.
   void end_step(int step, float loss);
 
   /// Calls `watch` at each end_step() with every span collected then, before they are
@@ -85,8 +101,11 @@ class TowerTraining {
   /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.
   void watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch);
 
-  /// Prints the last step's timeline and the summary line (plus `extra` keys).
-  void finish(const std::string& title, const std::string& towers_meet, Summary extra = {});
+  /// Prints the last step's timeline, writes --save-params (checked finite first) and the
+  /// trace files, then prints the summary line (plus `extra` keys), whatever failed before.
+  /// Returns the exit status: 0; 1 when an output could not be written; 128 + the signal
+  /// (130, 143) after a graceful stop.
+  int finish(const std::string& title, const std::string& towers_meet, Summary extra = {});
 
  private:
   TrainingFlags flags_;
@@ -98,14 +117,14 @@ class TowerTraining {
   std::unique_ptr<StepLog> log_;
   std::unique_ptr<StepTraces> traces_;
   std::unique_ptr<Rendezvous> rendezvous_;
+  bool probed_ = false;  // the rendezvous was enqueued (step 0 ran with --probe)
+  std::unique_ptr<GracefulStop> stop_;
+  std::function<void(float*)> read_params_;
+  std::vector<float> host_params_;  // where read_params_ copies to
   std::chrono::steady_clock::time_point step_start_;
   double enqueue_start_us_ = 0;
   int step_ = 0;
   float last_loss_ = 0;
 };
-
-/// Saves `params` (host, kNumParameters floats) as a checkpoint file at `path` when
-/// `path` is not empty (--save-params), so tests can compare chapters bit for bit.
-void save_params_if_asked(const std::string& path, const float* params, std::int64_t global_step);
 
 }  // namespace towers

@@ -7,32 +7,41 @@
 #include <unistd.h>
 
 #include "model/network.hpp"
+#include "parallel/divergence.hpp"
 #include "trace/timeline.hpp"
 
 namespace towers {
 
 void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers) {
   add_runtime_flags(app, flags.runtime);
+  if (!with_towers) {  // one device: --devices would be ignored, so only 1 is accepted
+    app.get_option("--devices")->check(CLI::Validator(
+        [](std::string& text) -> std::string {
+          return text == "1" ? "" : "this program trains on one device, so --devices must be 1; "
+                                    "choose which device with --device N";
+        },
+        ""));
+  }
   add_trace_flags(app, flags.trace_files);
   app.add_option("--data-dir", flags.data_dir,
                  "folder with CIFAR-10 binary files (data_batch_1.bin ... test_batch.bin); "
                  "default: the embedded synthetic set");
   app.add_option("--steps", flags.steps, "training steps")->capture_default_str()
-      ->check(CLI::Range(0, 100000000));
+      ->check(whole_number(0, 100000000));
   app.add_option("--batch-size", flags.layout.batch_size,
                  "images per tower per step (at most " + std::to_string(model::kMaxBatchSize) + ")")
-      ->capture_default_str()->check(CLI::Range(1, model::kMaxBatchSize));
+      ->capture_default_str()->check(whole_number(1, model::kMaxBatchSize));
   app.add_option("--log-every", flags.log_every, "print the tutorial's log line every N steps")
-      ->capture_default_str()->check(CLI::Range(1, 100000000));
+      ->capture_default_str()->check(whole_number(1, 100000000));
   app.add_option("--seed", flags.seed, "seed of initialization, shuffling and distortions")
-      ->capture_default_str();
+      ->capture_default_str()->check(unsigned_64());
   if (with_towers) {
     app.add_option("--towers", flags.layout.towers,
                    "number of towers (default: devices x towers-per-device)")
-        ->check(CLI::Range(1, 4096));
+        ->check(whole_number(1, 4096));
     app.add_option("--towers-per-device", flags.layout.towers_per_device,
                    "towers sharing one device, each on its own stream")
-        ->capture_default_str()->check(CLI::Range(1, 64));
+        ->capture_default_str()->check(whole_number(1, 64));
   }
 }
 
@@ -41,7 +50,7 @@ StepLog::StepLog(int examples_per_step, int towers, int log_every, int total_ste
       total_steps_(total_steps) {}
 
 void StepLog::step_done(std::int64_t global_step, float loss, double step_seconds) {
-  if (std::isnan(loss)) throw std::runtime_error("Model diverged with loss = NaN");
+  check_loss(loss, global_step);
   if (steps_ == 0) first_seconds_ = step_seconds;
   ++steps_;
   total_seconds_ += step_seconds;
@@ -105,7 +114,21 @@ double StepTraces::mean_host_enqueue_ms() const {
 
 void StepTraces::print_last_timeline(const std::string& title) const {
   std::printf("\n%s", render_timeline(last_events_, {64, title + " (last step)", 0}).c_str());
-  write_trace_files(files_, all_, title + " (all steps)");
+}
+
+void StepTraces::write_trace_files(const std::string& title) const {
+  towers::write_trace_files(files_, all_, title + " (all steps)");
+}
+
+bool write_output(const std::function<void()>& write) {
+  try {
+    write();
+    return true;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return false;
+  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -119,7 +142,7 @@ Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
       .add("devices", runtime.device_count())
       .add("towers", towers)
       .add("batch_size", flags.layout.batch_size)
-      .add("steps", flags.steps)
+      .add("steps", log.steps())
       .add("max_concurrent_towers", traces.max_concurrent_towers())
       .add("overlap", traces.mean_overlap(), 3)
       .add("step_ms", log.mean_step_ms(), 2)

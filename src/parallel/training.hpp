@@ -27,6 +27,7 @@ struct TrainingFlags {
   int steps = 100;             ///< --steps
   int log_every = 10;          ///< --log-every
   std::uint64_t seed = 1;      ///< --seed: initialization, shuffling, distortions
+  std::string save_params;     ///< --save-params FILE (chapters 2-4); empty: not saved
 };
 
 /// Adds --backend --devices --trace --trace-svg --data-dir --steps --batch-size
@@ -35,7 +36,7 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers);
 
 /// The tutorial's log line, "<datetime>: step N, loss = L (E examples/sec; S sec/batch)",
 /// printed every `log_every` steps with timing averaged over those steps. Throws
-/// std::runtime_error("Model diverged with loss = NaN") on a NaN loss, as TF does.
+/// Diverged("Model diverged with loss = NaN") on a NaN or infinite loss, as TF does.
 class StepLog {
  public:
   /// `examples_per_step` counts all towers; sec/batch is step time / `towers`.
@@ -46,6 +47,8 @@ class StepLog {
   double examples_per_sec() const;
   /// Mean step time in ms, first step excluded as in examples_per_sec().
   double mean_step_ms() const;
+  /// Steps recorded so far.
+  int steps() const { return steps_; }
 
  private:
   int examples_per_step_, towers_, log_every_, total_steps_;
@@ -75,8 +78,11 @@ class StepTraces {
   const StepAnalysis& last() const { return last_; }
   /// The last step's spans.
   const std::vector<TraceEvent>& last_events() const { return last_events_; }
-  /// Prints the ASCII timeline of the last step and writes the trace files.
+  /// Prints the ASCII timeline of the last step.
   void print_last_timeline(const std::string& title) const;
+  /// Writes every collected span to the trace files asked for (--trace, --trace-svg);
+  /// throws UsageError when one cannot be written.
+  void write_trace_files(const std::string& title) const;
 
  private:
   Runtime& runtime_;
@@ -89,10 +95,16 @@ class StepTraces {
   std::function<void(const std::vector<TraceEvent>&)> watch_;
 };
 
+/// Runs `write`, one output at the end of a run (a trace, saved parameters). When it
+/// throws, prints "error: <what>" and returns false, so that the outputs after it and the
+/// summary are still written and the program can still exit non-zero.
+bool write_output(const std::function<void()>& write);
+
 /// Wall-clock seconds since `start`.
 double seconds_since(std::chrono::steady_clock::time_point start);
 
-/// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps,
+/// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps
+/// (the steps run: fewer than --steps after a graceful stop),
 /// max_concurrent_towers, overlap, step_ms, host_enqueue_ms, examples_per_sec, final_loss.
 Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
                       const StepTraces& traces, const StepLog& log, float final_loss);

@@ -2,6 +2,7 @@
 #include "runtime/runtime.hpp"
 
 #include <string>
+#include <system_error>
 
 #include "runtime/cuda_backend.hpp"
 #include "runtime/host/host_device.hpp"
@@ -19,7 +20,15 @@ std::unique_ptr<Runtime> Runtime::create(const RuntimeOptions& options) {
   std::vector<std::unique_ptr<Device>> devices;
   if (backend == Backend::kHost) {
     const int count = options.devices.value_or(kDefaultHostDevices);
-    for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<HostDevice>(i, *trace));
+    for (int i = 0; i < count; ++i) {
+      try {
+        devices.push_back(std::make_unique<HostDevice>(i, *trace));
+      } catch (const std::system_error& e) {  // each simulated device starts threads
+        throw UsageError("--devices " + std::to_string(count) + ": could not start simulated device " +
+                         std::to_string(i) + " (" + e.what() + "); this machine allows fewer "
+                         "threads. Use fewer --devices.");
+      }
+    }
   } else {
     const int available = cuda_device_count();
     const int count = options.devices.value_or(available);

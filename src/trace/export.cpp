@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -119,12 +119,28 @@ std::string timeline_svg(const std::vector<TraceEvent>& events, const std::strin
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (file) file << text;
-  if (!file) {
-    throw UsageError("cannot write '" + path + "': " + std::strerror(errno) +
-                     ". Check that its folder exists and is writable.");
+  // Every step can fail on a full disk or a quota, the last two most of all (the data sits
+  // in a buffer until then): each is checked, so "wrote" is printed only when it is true.
+  auto fail = [&](const char* step) {
+    throw UsageError("cannot write '" + path + "': " + step + " failed (" + std::strerror(errno) +
+                     "). Check that its folder exists, is writable and has space.");
+  };
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (!file) fail("open");
+  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  const int saved_errno = errno;
+  if (!written) {
+    std::fclose(file);
+    errno = saved_errno;
+    fail("write");
   }
+  if (std::fflush(file) != 0) {
+    const int flush_errno = errno;
+    std::fclose(file);
+    errno = flush_errno;
+    fail("flush");
+  }
+  if (std::fclose(file) != 0) fail("close");
 }
 
 }  // namespace towers

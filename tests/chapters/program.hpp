@@ -2,7 +2,13 @@
 // Runs a chapter program the way a learner does and reads what it prints.
 #pragma once
 
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 
 #include <cstdio>
 #include <filesystem>
@@ -31,14 +37,74 @@ struct ProgramRun {
 };
 
 /// Runs `program` (a path in the build's bin folder) with `args`, to completion.
-inline ProgramRun run(const std::string& program, const std::string& args) {
+/// `prefix` goes before the program in the shell command: "VAR=value " to set the
+/// environment, or a command such as setpriv that runs it as another user.
+inline ProgramRun run(const std::string& program, const std::string& args,
+                      const std::string& prefix = "") {
   ProgramRun result;
-  std::string command = std::string(TOWERS_BIN_DIR) + "/" + program + " " + args + " 2>&1";
+  std::string command = prefix + std::string(TOWERS_BIN_DIR) + "/" + program + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
   char chunk[4096];
   while (std::fgets(chunk, sizeof chunk, pipe)) result.output += chunk;
   int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.summaries = parse_summaries(result.output);
+  return result;
+}
+
+/// Starts `program` with `args` (split at spaces), reads its output until it contains
+/// `marker`, sends it `signal` (and, when `twice`, once more after it says it is
+/// stopping), then reads to the end and waits. Gives up after `timeout_s` seconds of
+/// output without the marker (SIGKILL; exit_code stays -1).
+inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
+                                 const std::string& marker, int signal, bool twice = false,
+                                 int timeout_s = 120) {
+  ProgramRun result;
+  int out[2];
+  if (::pipe(out) != 0) return result;
+  std::vector<std::string> words{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) words.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    ::close(out[0]);
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int sent = 0;
+  char chunk[4096];
+  for (;;) {
+    pollfd ready{out[0], POLLIN, 0};
+    if (::poll(&ready, 1, 200) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) ::kill(pid, SIGKILL);
+      continue;
+    }
+    const ssize_t n = ::read(out[0], chunk, sizeof chunk);
+    if (n <= 0) break;
+    result.output.append(chunk, static_cast<std::size_t>(n));
+    if (sent == 0 && result.output.find(marker) != std::string::npos) {
+      ::kill(pid, signal);
+      sent = 1;
+    }
+    if (twice && sent == 1 && result.output.find("stopping after this step") != std::string::npos) {
+      ::kill(pid, signal);
+      sent = 2;
+    }
+  }
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.summaries = parse_summaries(result.output);
   return result;

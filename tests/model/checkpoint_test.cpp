@@ -2,6 +2,8 @@
 // Checkpoint files: a round trip restores every value; a flipped byte, a truncated file,
 // a wrong version or a wrong shape is refused with UsageError naming the file; a failed
 // save leaves the previous checkpoint intact; latest_checkpoint picks the highest step.
+// Nothing lost: non-finite values and a negative step are neither saved nor loaded; a
+// failed rename leaves no temporary file; stale temporaries of dead saves are removed.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -146,6 +150,96 @@ TEST(Checkpoint, LatestIsTheHighestStepNotTheNewestFile) {
   save_checkpoint(dir.path(), make_state(2000));
   write_bytes(dir.path() / "model.ckpt-99999.tmp-1", "x");  // a crashed save: ignored
   EXPECT_EQ(latest_checkpoint(dir.path()), dir.path() / "model.ckpt-10000");
+}
+
+// Offset of params[0] in a saved file: the end minus checksum and both float arrays.
+std::size_t first_param_offset(const std::string& bytes) {
+  return bytes.size() - 8 - 2 * 4 * kNumParameters;
+}
+
+TEST(Checkpoint, NonFiniteValuesAndANegativeStepAreRefusedOnLoad) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state(4));
+  const std::string good = read_bytes(file);
+  std::string nan = good;
+  const std::uint32_t nan_bits = 0x7fc00000;  // a quiet NaN, little-endian
+  for (int i = 0; i < 4; ++i) nan[first_param_offset(nan) + 4 * 7 + i] = static_cast<char>(nan_bits >> (8 * i));
+  reseal(nan);
+  write_bytes(file, nan);
+  expect_refused(file, "parameter 7 is not finite");
+
+  std::string inf = good;
+  const std::uint32_t inf_bits = 0x7f800000;
+  const std::size_t averages = first_param_offset(inf) + 4 * kNumParameters;
+  for (int i = 0; i < 4; ++i) inf[averages + i] = static_cast<char>(inf_bits >> (8 * i));
+  reseal(inf);
+  write_bytes(file, inf);
+  expect_refused(file, "moving average 0 is not finite");
+
+  std::string negative = good;
+  for (int i = 0; i < 8; ++i) negative[12 + i] = static_cast<char>(0xff);  // global_step = -1
+  reseal(negative);
+  write_bytes(file, negative);
+  expect_refused(file, "global_step -1 is negative");
+}
+
+TEST(Checkpoint, ADivergedStateIsNeverSaved) {
+  TempDir dir;
+  TrainingState state = make_state(8);
+  state.params[123] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  state = make_state(8);
+  state.moving_averages[5] = -std::numeric_limits<float>::infinity();
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  state = make_state(8);
+  state.global_step = -3;
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(Checkpoint, AFailedRenameLeavesNoTemporaryFileAndSaysWhy) {
+  TempDir dir;
+  const fs::path target = dir.path() / "params.ckpt";
+  fs::create_directories(target / "occupied");  // a non-empty folder: rename onto it fails
+  try {
+    save_checkpoint_file(target, make_state(2));
+    ADD_FAILURE() << "saved onto a folder";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("renaming"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(target.string()), std::string::npos) << e.what();
+  }
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir.path())) names.insert(entry.path().filename().string());
+  EXPECT_EQ(names, std::set<std::string>{"params.ckpt"});
+}
+
+TEST(Checkpoint, SaveFileWritesExactlyTheTarget) {
+  TempDir dir;
+  const fs::path target = dir.path() / "params.ckpt";
+  write_bytes(dir.path() / "model.ckpt-2", "someone else's file");
+  save_checkpoint_file(target, make_state(2));
+  EXPECT_EQ(load_checkpoint(target).global_step, 2);
+  EXPECT_EQ(read_bytes(dir.path() / "model.ckpt-2"), "someone else's file");
+}
+
+TEST(Checkpoint, StaleTemporaryFilesOfDeadSavesAreRemovedOthersKept) {
+  TempDir dir;
+  write_bytes(dir.path() / "model.ckpt-5.tmp-999999999", "dead");       // no such process
+  const std::string living = "model.ckpt-6.tmp-" + std::to_string(::getppid());
+  write_bytes(dir.path() / living, "in progress");                      // a living process
+  write_bytes(dir.path() / "notes.tmp-999999999", "not ours");          // not a checkpoint
+  const auto removed = remove_stale_temporary_files(dir.path());
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].filename(), "model.ckpt-5.tmp-999999999");
+  EXPECT_TRUE(fs::exists(dir.path() / living));
+  EXPECT_TRUE(fs::exists(dir.path() / "notes.tmp-999999999"));
+}
+
+TEST(Checkpoint, OnlyCanonicalStepNamesAreCheckpoints) {
+  TempDir dir;
+  save_checkpoint(dir.path(), make_state(7));
+  write_bytes(dir.path() / "model.ckpt-0100", "a leading zero: not a name save_checkpoint writes");
+  EXPECT_EQ(latest_checkpoint(dir.path()), dir.path() / "model.ckpt-7");
 }
 
 TEST(Checkpoint, AWrongSizedStateIsNotSaved) {

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+#include "cli/output_paths.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+#include "runtime/backend.hpp"  // towers::UsageError
+
+namespace towers {
+namespace fs = std::filesystem;
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& flag, const fs::path& path, const std::string& why,
+                         const std::string& what_to_do) {
+  throw UsageError(flag + " " + path.string() + ": " + why + ". " + what_to_do);
+}
+
+// Creates and removes a file in `folder`: the one honest test that files can be made
+// there (permissions, read-only mounts, ACLs and root all answer it correctly).
+void probe_writable(const fs::path& folder, const std::string& flag, const fs::path& shown) {
+  const fs::path probe = folder / (".towers-probe-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) {
+    refuse(flag, shown, "cannot create files in " + folder.string() + " (" + std::strerror(errno) + ")",
+           "Choose a folder you can write to.");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
+
+void check_output_file(const std::string& path, const std::string& flag) {
+  if (path.empty()) return;
+  const fs::path file(path);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) {
+    refuse(flag, file, "is a folder, not a file", "Give a file name, e.g. " + (file / "out").string() + ".");
+  }
+  const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  if (!fs::exists(folder, ec)) {
+    refuse(flag, file, "its folder " + folder.string() + " does not exist",
+           "Create it first (mkdir -p " + folder.string() + ") or choose another path.");
+  }
+  if (!fs::is_directory(folder, ec)) {
+    refuse(flag, file, folder.string() + " is not a folder", "Choose another path.");
+  }
+  if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) {
+    // A device such as /dev/null or /dev/full: written in place, as the user asked.
+    if (::access(file.c_str(), W_OK) != 0) {
+      refuse(flag, file, std::string("cannot be written (") + std::strerror(errno) + ")",
+             "Choose another path.");
+    }
+    return;
+  }
+  probe_writable(folder, flag, file);
+}
+
+void prepare_output_folder(const fs::path& path, const std::string& flag) {
+  std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_directory(path, ec)) {
+    refuse(flag, path, "is a file, not a folder", "Give a folder (it is created if missing).");
+  }
+  fs::create_directories(path, ec);
+  if (ec) {
+    refuse(flag, path, "cannot create the folder (" + ec.message() + ")",
+           "Choose a folder you can write to.");
+  }
+  probe_writable(path, flag, path);
+}
+
+}  // namespace towers

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/checkpoint_dir.hpp"
+
+#include <cstdio>
+#include <regex>
+#include <vector>
+
+#include "cli/output_paths.hpp"
+#include "runtime/backend.hpp"  // towers::UsageError
+
+namespace towers {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Every model.ckpt-STEP file in `dir` (any number of digits: a deleted run's files too).
+std::vector<fs::path> checkpoint_files(const fs::path& dir) {
+  static const std::regex pattern("model\\.ckpt-[0-9]+");
+  std::vector<fs::path> files;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    if (entry.is_regular_file() && std::regex_match(entry.path().filename().string(), pattern)) {
+      files.push_back(entry.path());
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags) {
+  app.add_option("--checkpoint-dir", flags.dir,
+                 "save model.ckpt-<step> here every 1000 steps, at the end and on Ctrl-C "
+                 "(the folder is created if missing)");
+  auto* resume = app.add_flag("--resume", flags.resume,
+                              "continue from the newest checkpoint in --checkpoint-dir "
+                              "(an error when there is none)");
+  auto* if_present = app.add_flag("--resume-if-present", flags.resume_if_present,
+                                  "like --resume, but start from scratch when there is no checkpoint");
+  app.add_flag("--overwrite", flags.overwrite,
+               "start afresh although --checkpoint-dir holds checkpoints: deletes them first")
+      ->excludes(resume)->excludes(if_present);
+}
+
+CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir) {
+  const bool resume = flags.resume || flags.resume_if_present;
+  if (dir_.empty()) {
+    if (resume) throw UsageError(std::string(flags.resume ? "--resume" : "--resume-if-present") +
+                                 " needs --checkpoint-dir.");
+    if (flags.overwrite) throw UsageError("--overwrite needs --checkpoint-dir.");
+    return;
+  }
+  std::error_code error;
+  if (flags.resume && !fs::is_directory(dir_, error)) {
+    throw UsageError("--resume: --checkpoint-dir " + dir_.string() +
+                     " does not exist, so there is nothing to resume. Check the path, or use "
+                     "--resume-if-present to start from scratch when there is no checkpoint.");
+  }
+  prepare_output_folder(dir_, "--checkpoint-dir");
+  for (const fs::path& stale : model::remove_stale_temporary_files(dir_)) {
+    std::printf("removed %s, left by an interrupted save\n", stale.string().c_str());
+  }
+  const std::optional<fs::path> latest = model::latest_checkpoint(dir_);
+  if (resume) {
+    if (!latest) {
+      if (flags.resume_if_present) {
+        std::printf("no checkpoint in %s: starting from scratch\n", dir_.string().c_str());
+        return;
+      }
+      throw UsageError("--resume: --checkpoint-dir " + dir_.string() +
+                       " holds no model.ckpt-<step> file. Check the path, or use "
+                       "--resume-if-present to start from scratch when there is none.");
+    }
+    resumed_ = model::load_checkpoint(*latest);
+    resumed_from_ = *latest;
+    if (latest->filename() != model::checkpoint_name(resumed_->global_step)) {
+      throw UsageError("--resume: " + latest->string() + " records global_step " +
+                       std::to_string(resumed_->global_step) +
+                       ", not the step in its name (renamed by hand?). Rename it to " +
+                       model::checkpoint_name(resumed_->global_step) + " or remove it.");
+    }
+    return;
+  }
+  const std::vector<fs::path> existing = checkpoint_files(dir_);
+  if (existing.empty()) return;
+  if (!flags.overwrite) {
+    throw UsageError("--checkpoint-dir " + dir_.string() + " already holds " +
+                     std::to_string(existing.size()) + " checkpoint(s)" +
+                     (latest ? " (newest: " + latest->filename().string() + ")" : "") +
+                     ", which a fresh run would overwrite. Pass --resume to continue from "
+                     "them, --overwrite to delete them and start afresh, or choose another folder.");
+  }
+  for (const fs::path& file : existing) {
+    fs::remove(file, error);
+    if (error) {
+      throw UsageError("--overwrite: cannot delete " + file.string() + " (" + error.message() + ")");
+    }
+    std::printf("--overwrite: deleted %s\n", file.string().c_str());
+  }
+}
+
+fs::path CheckpointDir::save(const model::TrainingState& state) const {
+  return model::save_checkpoint(dir_, state);
+}
+
+}  // namespace towers

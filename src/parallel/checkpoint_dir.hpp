@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// CheckpointDir: --checkpoint-dir, --resume, --resume-if-present and --overwrite, settled
+// before the first step so that no run can lose or mix up checkpoints.
+//
+// At construction (before training) it
+//   - creates the folder with its parents, or refuses with a message naming the flag;
+//   - removes temporary files of saves whose process died (model.ckpt-N.tmp-PID);
+//   - with --resume: finds the newest checkpoint, the one with the highest step, and
+//     refuses when there is none (missing, empty or mistyped folder) unless
+//     --resume-if-present was given, which then starts from scratch;
+//   - without --resume: refuses a folder that already holds checkpoints, because a fresh
+//     run would overwrite same-step files and leave older ones that --resume would mix
+//     up with the new run; --overwrite deletes them (saying so) and starts afresh.
+// So within one folder the checkpoint with the highest step is always the newest save.
+// save() refuses non-finite values (a diverged model) and writes atomically.
+// Used from one host thread. Introduced in chapter 1.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "model/checkpoint.hpp"
+
+namespace towers {
+
+/// The checkpoint flags of a training program.
+struct CheckpointFlags {
+  std::string dir;                 ///< --checkpoint-dir; empty: no checkpoints
+  bool resume = false;             ///< --resume: continue from the newest checkpoint
+  bool resume_if_present = false;  ///< --resume-if-present: resume, or start if there is none
+  bool overwrite = false;          ///< --overwrite: a fresh run deletes existing checkpoints
+};
+
+/// Adds --checkpoint-dir, --resume, --resume-if-present and --overwrite.
+void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags);
+
+/// The checkpoint folder of one run, settled before its first step. Introduced in chapter 1.
+class CheckpointDir {
+ public:
+  /// Settles the folder as described above; throws UsageError naming the flag.
+  explicit CheckpointDir(const CheckpointFlags& flags);
+
+  /// True when --checkpoint-dir was given.
+  bool enabled() const { return !dir_.empty(); }
+  /// The checkpoint to resume from, already loaded and checked (its step matches its
+  /// name), or nullopt for a fresh start.
+  const std::optional<model::TrainingState>& resumed() const { return resumed_; }
+  /// The file resumed() was read from (empty when none).
+  const std::filesystem::path& resumed_from() const { return resumed_from_; }
+  /// Saves `state` as dir/model.ckpt-STEP (atomic; refuses non-finite values); returns the path.
+  std::filesystem::path save(const model::TrainingState& state) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::optional<model::TrainingState> resumed_;
+  std::filesystem::path resumed_from_;
+};
+
+}  // namespace towers
