@@ -48,7 +48,7 @@ file(SHA256 ${svg} svg_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_program} --backend host ${ARGS}
+command=${shown_program} --backend host ${ARGS} --trace-svg ${NAME}.svg
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}
