@@ -160,7 +160,7 @@ def main():
                 problems += check_tutorial(command, done.stdout, source, bin_dir)
         else:  # gpu
             gpu_error = re.search(r"error:.*(GPU|CUDA|cuda)", output)
-            flag_error = re.search(r"(not expected|unknown|Unrecognized|requires)", output)
+            flag_error = re.search(r"(not expected|Could not convert|is not a valid|ArgumentMismatch)", output)
             if done.returncode != 0 and (not gpu_error or flag_error):
                 problems.append(f"exit {done.returncode} without a no-GPU error")
         print(f"{'FAIL' if problems else 'ok':4} {tag:4} {where}: {command} ({seconds:.1f} s)")
