@@ -30,6 +30,8 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+import towers_timeline
+
 
 def read_stamp(path):
     stamp = {}
@@ -209,10 +211,128 @@ class TimelineDirective(GeneratedDirective):
         return [figure, self.provenance()]
 
 
+class StepsDirective(GeneratedDirective):
+    """The steps of one or more runs as one inline SVG figure on a shared time axis
+    (towers_timeline.py), drawn from their Chrome traces; bars have tooltips.
+
+        ```{towers-steps} 02_serial_towers 03_stream_towers
+        :titles: chapter 2: the loop waits; chapter 3: the loop enqueues
+        :zoom: ring
+        The caption.
+        ```
+    """
+
+    optional_arguments = 4
+    has_content = True
+    option_spec = {"titles": directives.unchanged, "zoom": directives.unchanged,
+                   "first-step": directives.nonnegative_int}
+
+    def run(self):
+        names = list(self.arguments)
+        titles = [t.strip() for t in self.options.get("titles", "").split(";") if t.strip()]
+        if titles and len(titles) != len(names):
+            raise self.error(f":titles: names {len(titles)} runs, the directive {len(names)}")
+        runs, traces = [], []
+        for i, name in enumerate(names):
+            self.arguments = [name]
+            ops = towers_timeline.load(self.generated(".json"))
+            traces.append(read_stamp(self.generated(".stamp")).get("json_sha256", "?"))
+            runs.append((titles[i] if titles else name, ops))
+        try:
+            svg = towers_timeline.figure(runs, self.options.get("first-step", 1),
+                                         self.options.get("zoom"))
+        except ValueError as error:
+            raise self.error(str(error))
+        figure = nodes.figure(classes=["towers-figure"])
+        # The traces' SHA-256: tests/docs/check_fresh.cmake finds this build's runs here.
+        svg = svg.replace("<svg ", f'<svg data-traces="{" ".join(traces)}" ', 1)
+        figure += nodes.raw("", svg, format="html")
+        if self.content:
+            caption = nodes.caption()
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
+            caption += parsed
+            figure += caption
+        result = [figure]
+        for name in names:
+            self.arguments = [name]
+            result.append(self.provenance())
+        self.arguments = names
+        return result
+
+
+class GpuRunsDirective(SphinxDirective):
+    """Which code paths have run on a real GPU, read from bench/results/*.md.
+
+    A GPU results page (its title starts with "# GPU check") lists what passed on the GPU
+    in a table whose header is ``| area | tests |`` and what did not run under a heading
+    "## Not run on a GPU". This directive puts every such page's rows in one table (with
+    the page, its date and commit) and quotes each "not run" section, so the docs never
+    claim more GPU coverage than bench/results/ records.
+    """
+
+    def run(self):
+        results = Path(self.config.towers_source_dir, "bench", "results")
+        table = nodes.table(classes=["towers-gpu-runs"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for width in (3, 6, 3):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += SummaryDirective.row([nodes.Text(t) for t in ("path", "tests that passed on the GPU", "run")])
+        body = nodes.tbody()
+        group += body
+        not_run = []
+        pages = 0
+        for page in sorted(results.glob("*.md")):
+            lines = page.read_text().splitlines()
+            if not lines or not lines[0].startswith("# GPU check"):
+                continue
+            pages += 1
+            self.env.note_dependency(str(page))
+            title = lines[0].lstrip("# ").strip()
+            commit = re.search(r"commit `([0-9a-f]{6,40})`", "\n".join(lines))
+            where = f"{title} (bench/results/{page.name}" + (
+                f", commit {commit.group(1)})" if commit else ")")
+            in_table, in_not_run = False, False
+            for line in lines[1:]:
+                if line.startswith("## "):
+                    in_not_run = line.strip().lower() == "## not run on a gpu"
+                    in_table = False
+                    continue
+                if in_not_run and line.strip():
+                    not_run.append((where, line.strip()))
+                if re.match(r"^\|\s*area\s*\|\s*tests\s*\|", line):
+                    in_table = True
+                    continue
+                if in_table and line.startswith("|") and not line.startswith("|---"):
+                    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                    area, _ = self.state.inline_text(cells[0], self.lineno)
+                    tests, _ = self.state.inline_text(cells[1], self.lineno)
+                    body += SummaryDirective.row([area, tests, nodes.Text(where)])
+                elif in_table and not line.startswith("|"):
+                    in_table = False
+        if not pages:
+            raise self.error(f"no GPU results page (# GPU check ...) in {results}")
+        result = [table]
+        if not_run:
+            block = nodes.block_quote()
+            para = nodes.paragraph()
+            para += nodes.strong(text="Not run on a GPU yet, as recorded there: ")
+            for where, text in not_run:
+                parsed, _ = self.state.inline_text(text + " ", self.lineno)
+                para += parsed
+            block += para
+            result.append(block)
+        return result
+
+
 def setup(app):
     app.add_config_value("towers_generated_dir", "", "env")
     app.add_config_value("towers_source_dir", "", "env")
     app.add_directive("towers-output", OutputDirective)
     app.add_directive("towers-summary", SummaryDirective)
+    app.add_directive("towers-steps", StepsDirective)
+    app.add_directive("towers-gpu-runs", GpuRunsDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

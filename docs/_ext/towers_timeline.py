@@ -93,9 +93,10 @@ def panel(title, ops, t0, t1, scale, y, boundaries=True):
             width = max(0.6, (op["end"] - op["start"]) * scale)
             tip = (f'{op["name"]} · tower {op["tower"]} · step {op["step"]} · '
                    f'{op["end"] - op["start"]:.3f} ms')
+            faint = ' fill-opacity="0.5"' if kind(op) == "input copy" else ""
             out.append(f'<rect x="{x(op["start"]):.2f}" y="{ry + 3}" width="{width:.2f}" '
-                       f'height="{ROW_H - 6}" fill="{color(op)}"><title>{escape(tip)}</title>'
-                       f'</rect>')
+                       f'height="{ROW_H - 6}" fill="{color(op)}"{faint}><title>{escape(tip)}'
+                       f'</title></rect>')
     bottom = top + len(rows) * ROW_H
     if boundaries:
         starts = {}
@@ -128,13 +129,14 @@ def legend(ops, y):
         k = kind(op)
         if k in ("tower", "input copy"):
             k = f"tower {op['tower']}" + (" input copy" if kind(op) == "input copy" else "")
-        kinds.setdefault(k, color(op))
+        kinds.setdefault(k, (color(op), kind(op) == "input copy"))
     out, lx = [], LABEL_W
-    for k, fill in sorted(kinds.items()):
+    for k, (fill, faint) in sorted(kinds.items()):
         width = 18 + 7 * len(k)
         if lx + width > LABEL_W + PLOT_W:
             lx, y = LABEL_W, y + 18
-        out.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{fill}"/>'
+        opacity = ' fill-opacity="0.5"' if faint else ""
+        out.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{fill}"{opacity}/>'
                    f'<text x="{lx + 16}" y="{y + 10}" font-size="11">{escape(k)}</text>')
         lx += width + 12
     return "\n".join(out), y + 24
