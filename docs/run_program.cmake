@@ -40,7 +40,11 @@ endif()
 string(REPLACE "${OUT_DIR}/" "" out "${out}")
 file(WRITE ${txt} "${out}")
 
-file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+# The command as typed from the checkout's root (build/bin/NAME), when the build is in it.
+file(RELATIVE_PATH shown_program ${SOURCE_DIR} ${PROGRAM})
+if(shown_program MATCHES "^\\.\\./")
+  file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+endif()
 execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
                 ERROR_QUIET RESULT_VARIABLE git_rc)

@@ -190,22 +190,30 @@ class SummaryDirective(GeneratedDirective):
 
 
 class TimelineDirective(GeneratedDirective):
-    """The program's SVG timeline as a figure; the directive's content is the caption."""
+    """The program's own --trace-svg timeline, inline in the page so that each bar's
+    tooltip (its op, tower, step and duration) shows on hover; the content is the caption.
+    """
 
     has_content = True
     option_spec = {"alt": directives.unchanged}
 
     def run(self):
-        svg = self.generated(".svg")
-        # Image paths are relative to the page; the file lives in the build tree.
-        page_dir = Path(self.env.srcdir) / Path(self.env.docname).parent
-        uri = os.path.relpath(svg, page_dir).replace(os.sep, "/")
-        figure = nodes.figure(classes=["towers-timeline"])
-        figure += nodes.image(uri=uri, alt=self.options.get("alt", f"timeline of {svg.name}"))
+        svg = self.generated(".svg").read_text()
+        stamp = read_stamp(self.generated(".stamp"))
+        size = re.search(r'<svg[^>]*?width="([0-9.]+)" height="([0-9.]+)"', svg)
+        if not size:
+            raise self.error(f"{self.arguments[0]}.svg has no width and height")
+        # A viewBox lets the picture scale to the column; the trace's SHA-256 lets
+        # tests/docs/check_fresh.cmake find this run in the HTML.
+        attributes = (f'viewBox="0 0 {size.group(1)} {size.group(2)}" role="img" '
+                      f'aria-label="{self.options.get("alt", "timeline")}" '
+                      f'data-traces="{stamp.get("json_sha256", "?")}" ')
+        svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg).replace("<svg ", "<svg " + attributes, 1)
+        figure = nodes.figure(classes=["towers-figure"])
+        figure += nodes.raw("", svg, format="html")
         if self.content:
             caption = nodes.caption()
-            text = " ".join(self.content)
-            parsed, _ = self.state.inline_text(text, self.lineno)
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
             caption += parsed
             figure += caption
         return [figure, self.provenance()]
@@ -257,6 +265,40 @@ class StepsDirective(GeneratedDirective):
             self.arguments = [name]
             result.append(self.provenance())
         self.arguments = names
+        return result
+
+
+class CompareDirective(SummaryDirective):
+    """The tutorial's comparison table: every chapter of scripts/tutorial.chapters that
+    the docs build ran (towers_docs_output in docs/CMakeLists.txt), one column per
+    summary line, one row per key of ``:keys:``. A chapter added to both lists appears
+    here with no change to the page; one the docs build did not run is named below it.
+    """
+
+    required_arguments = 0
+    optional_arguments = 0
+
+    def run(self):
+        listed = []
+        chapters = Path(self.config.towers_source_dir, "scripts", "tutorial.chapters")
+        self.env.note_dependency(str(chapters))
+        for line in chapters.read_text().splitlines():
+            name = line.split("|")[0].strip()
+            if name and not name.startswith("#"):
+                listed.append(name)
+        generated = Path(self.config.towers_generated_dir)
+        ran = [name for name in listed if (generated / f"{name}.txt").is_file()]
+        if not ran:
+            raise self.error(f"no chapter of {chapters} has output in {generated}")
+        self.arguments = ran
+        result = super().run()
+        skipped = [name for name in listed if name not in ran]
+        if skipped:
+            para = nodes.paragraph()
+            para += nodes.Text("In scripts/tutorial.chapters but not run by the docs build "
+                               "(add it to docs/CMakeLists.txt with towers_docs_output): ")
+            para += nodes.literal(text=", ".join(skipped))
+            result.append(para)
         return result
 
 
@@ -334,5 +376,6 @@ def setup(app):
     app.add_directive("towers-summary", SummaryDirective)
     app.add_directive("towers-steps", StepsDirective)
     app.add_directive("towers-gpu-runs", GpuRunsDirective)
+    app.add_directive("towers-compare", CompareDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
