@@ -30,6 +30,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+import towers_diagrams
 import towers_timeline
 
 
@@ -302,6 +303,34 @@ class CompareDirective(SummaryDirective):
         return result
 
 
+class RingDirective(SphinxDirective):
+    """The ring all-reduce step by step, drawn from the real ring's record
+    (docs/tools/ring_schedule.cpp writes NAME.jsonl; towers_diagrams.ring_figure draws it).
+
+        ```{towers-ring} ring4
+        The caption.
+        ```
+    """
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self):
+        path = Path(self.config.towers_generated_dir) / (self.arguments[0] + ".jsonl")
+        if not path.is_file():
+            raise self.error(f"{path} does not exist: build the docs target, which runs "
+                             "docs_ring_schedule (docs/CMakeLists.txt)")
+        self.env.note_dependency(str(path))
+        figure = nodes.figure(classes=["towers-figure"])
+        figure += nodes.raw("", towers_diagrams.ring_figure(path.read_text()), format="html")
+        if self.content:
+            caption = nodes.caption()
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
+            caption += parsed
+            figure += caption
+        return [figure]
+
+
 class GpuRunsDirective(SphinxDirective):
     """Which code paths have run on a real GPU, read from bench/results/*.md.
 
@@ -377,5 +406,6 @@ def setup(app):
     app.add_directive("towers-steps", StepsDirective)
     app.add_directive("towers-gpu-runs", GpuRunsDirective)
     app.add_directive("towers-compare", CompareDirective)
+    app.add_directive("towers-ring", RingDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -39,6 +39,8 @@ def kind(op):
         return "all-reduce"
     if name == "copy input":
         return "input copy"
+    if name == "rendezvous":
+        return "rendezvous probe"
     if op["tower"] < 0:
         return "no tower (average, update)"
     return "tower"
@@ -65,7 +67,7 @@ def color(op):
     k = kind(op)
     if k == "tower" or k == "input copy":
         return TOWER_COLORS[op["tower"] % len(TOWER_COLORS)]
-    return {"all-reduce": "#222222", "host: enqueue": "#c7c7c7",
+    return {"all-reduce": "#222222", "host: enqueue": "#c7c7c7", "rendezvous probe": "#c00060",
             "no tower (average, update)": "#7f7f7f"}.get(k, "#9c755f")
 
 
@@ -145,8 +147,8 @@ def legend(ops, y):
 def figure(runs, first_step=1, zoom=None):
     """An SVG of several runs [(title, ops)] on one time axis, from `first_step` on.
 
-    zoom: an op-name prefix (e.g. "ring"); adds, per run, a panel of the last step
-    around those ops, at its own scale, so short transfers are visible.
+    zoom: an op-name prefix (e.g. "ring"); adds, per run, a panel around those ops in the
+    last step that has them, at its own scale, so short transfers are visible.
     """
     shown = []
     for title, ops in runs:
@@ -166,7 +168,8 @@ def figure(runs, first_step=1, zoom=None):
         parts.append(svg)
         y += height + 8
         if zoom:
-            last = max(op["step"] for op in steps)
+            with_zoom = [op["step"] for op in steps if op["name"].startswith(zoom)]
+            last = max(with_zoom) if with_zoom else None
             hits = [op for op in steps if op["step"] == last and op["name"].startswith(zoom)]
             if hits:
                 z0, z1 = min(op["start"] for op in hits), max(op["end"] for op in hits)
