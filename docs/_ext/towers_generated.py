@@ -234,6 +234,7 @@ class StepsDirective(GeneratedDirective):
     optional_arguments = 4
     has_content = True
     option_spec = {"titles": directives.unchanged, "zoom": directives.unchanged,
+                   "zoom-through": directives.flag,
                    "first-step": directives.nonnegative_int}
 
     def run(self):
@@ -249,7 +250,8 @@ class StepsDirective(GeneratedDirective):
             runs.append((titles[i] if titles else name, ops))
         try:
             svg = towers_timeline.figure(runs, self.options.get("first-step", 1),
-                                         self.options.get("zoom"))
+                                         self.options.get("zoom"),
+                                         "zoom-through" in self.options)
         except ValueError as error:
             raise self.error(str(error))
         figure = nodes.figure(classes=["towers-figure"])

@@ -144,11 +144,13 @@ def legend(ops, y):
     return "\n".join(out), y + 24
 
 
-def figure(runs, first_step=1, zoom=None):
+def figure(runs, first_step=1, zoom=None, zoom_through=False):
     """An SVG of several runs [(title, ops)] on one time axis, from `first_step` on.
 
     zoom: an op-name prefix (e.g. "ring"); adds, per run, a panel around those ops in the
     last step that has them, at its own scale, so short transfers are visible.
+    zoom_through: the zoom panel runs on to the end of the work of the zoomed ops' rows
+    in that step (e.g. from the first peer copy to the last update of the average).
     """
     shown = []
     for title, ops in runs:
@@ -173,12 +175,18 @@ def figure(runs, first_step=1, zoom=None):
             hits = [op for op in steps if op["step"] == last and op["name"].startswith(zoom)]
             if hits:
                 z0, z1 = min(op["start"] for op in hits), max(op["end"] for op in hits)
+                if zoom_through:
+                    rows = {(op["device"], op["stream"]) for op in hits}
+                    z1 = max(op["end"] for op in steps
+                             if op["step"] == last and (op["device"], op["stream"]) in rows)
                 margin = (z1 - z0) * 0.15 + 0.05
                 z0, z1 = z0 - margin, z1 + margin
                 window = [op for op in steps if op["end"] > z0 and op["start"] < z1]
                 clipped = [dict(op, start=max(op["start"], z0), end=min(op["end"], z1))
                            for op in window]
-                svg, height = panel(f"zoom: the {zoom} ops of step {last} ({z1 - z0:.2f} ms)",
+                what = f"from the first {zoom} op to the end of its row" if zoom_through \
+                    else f"the {zoom} ops"
+                svg, height = panel(f"zoom: {what}, step {last} ({z1 - z0:.2f} ms)",
                                     clipped, z0, z1, PLOT_W / (z1 - z0), y, boundaries=False)
                 parts.append(svg)
                 y += height + 8
