@@ -26,6 +26,7 @@ A command is a line of the block, without its `# comment`. Identical commands ru
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -167,6 +168,7 @@ def main():
         if problems:
             failures.append(f"{where}: `{command}`: {'; '.join(problems)}\n"
                             + "\n".join(output.splitlines()[-25:]))
+    shutil.rmtree(root, ignore_errors=True)
     for failure in failures:
         print("\nFAIL " + failure)
     return 1 if failures else 0
