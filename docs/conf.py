@@ -37,6 +37,9 @@ breathe_projects = {"towers": os.environ.get("TOWERS_DOCS_XML",
 breathe_default_project = "towers"
 breathe_default_members = ("members",)
 
+# The checkout: the summary tables read each key's meaning from the chapter READMEs.
+towers_source_dir = str(Path(__file__).resolve().parent.parent)
+
 # Where run_program.cmake wrote each program's output, timeline and stamp.
 towers_generated_dir = os.environ.get("TOWERS_DOCS_GENERATED",
                                       str(default_build / "generated"))

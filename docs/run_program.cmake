@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Runs one program for the docs (cmake -P; see towers_docs_output in docs/CMakeLists.txt):
 #
-#   PROGRAM --backend host ARGS --trace-svg OUT_DIR/NAME.svg  >  OUT_DIR/NAME.txt
+#   PROGRAM --backend host ARGS --trace OUT_DIR/NAME.json --trace-svg OUT_DIR/NAME.svg
+#     >  OUT_DIR/NAME.txt
 #
 # and writes OUT_DIR/NAME.stamp, one key=value a line, saying where the output came from:
 # the command, the SHA-256 of the binary that ran, the git commit and the time. The pages
@@ -16,10 +17,11 @@ separate_arguments(args UNIX_COMMAND "${ARGS}")
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(txt ${OUT_DIR}/${NAME}.txt)
 set(svg ${OUT_DIR}/${NAME}.svg)
-file(REMOVE ${txt} ${svg} ${OUT_DIR}/${NAME}.stamp)
+set(json ${OUT_DIR}/${NAME}.json)
+file(REMOVE ${txt} ${svg} ${json} ${OUT_DIR}/${NAME}.stamp)
 
 execute_process(
-  COMMAND ${PROGRAM} --backend host ${args} --trace-svg ${svg}
+  COMMAND ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
@@ -31,10 +33,18 @@ if(NOT EXISTS ${svg})
   message(FATAL_ERROR "docs: ${PROGRAM} wrote no SVG timeline to ${svg}")
 endif()
 # "trace: wrote /abs/path/NAME.svg": the page shows the file name, not this machine's path.
+# The same for the data folder: the reader's cache is ~/.cache, not this machine's home.
+if(DEFINED ENV{HOME} AND NOT "$ENV{HOME}" STREQUAL "")
+  string(REPLACE "$ENV{HOME}/" "~/" out "${out}")
+endif()
 string(REPLACE "${OUT_DIR}/" "" out "${out}")
 file(WRITE ${txt} "${out}")
 
-file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+# The command as typed from the checkout's root (build/bin/NAME), when the build is in it.
+file(RELATIVE_PATH shown_program ${SOURCE_DIR} ${PROGRAM})
+if(shown_program MATCHES "^\\.\\./")
+  file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+endif()
 execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
                 ERROR_QUIET RESULT_VARIABLE git_rc)
@@ -45,14 +55,16 @@ string(TIMESTAMP now "%Y-%m-%d %H:%M:%S UTC" UTC)
 file(SHA256 ${PROGRAM} binary_sha)
 file(SHA256 ${txt} txt_sha)
 file(SHA256 ${svg} svg_sha)
+file(SHA256 ${json} json_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_program} --backend host ${ARGS}
+command=${shown_program} --backend host ${ARGS} --trace ${NAME}.json --trace-svg ${NAME}.svg
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}
 svg_sha256=${svg_sha}
+json_sha256=${json_sha}
 run_id=${run_id}
 commit=${commit}
 time=${now}

@@ -5,29 +5,35 @@ docs/CMakeLists.txt runs each program listed there (towers_docs_output) on the h
 backend and writes, into ``towers_generated_dir``:
 
     NAME.txt    its stdout          NAME.svg    its --trace-svg timeline
-    NAME.stamp  key=value lines: command, run_id, commit, time, SHA-256 of the binary
+    NAME.json   its --trace         NAME.stamp  key=value lines: command, run_id,
+                                                commit, time, SHA-256 of each file
 
-A page shows them with three directives::
+A page shows them with these directives::
 
     ```{towers-output} 00_streams
     ```
-    ```{towers-summary} 00_streams
+    ```{towers-summary} 02_serial_towers 03_stream_towers
+    :keys: max_concurrent_towers overlap step_ms
     ```
     ```{towers-timeline} 00_streams
     The caption.
     ```
+
+and with those of towers_figures.py (towers-steps, towers-ring: figures drawn from the
+runs) and towers_pages.py (towers-compare, towers-gpu-runs: tables across sources).
 
 Each one names the run (its ``run_id``) under what it shows, so a reader can tell the
 build it came from and tests/docs/check_fresh.cmake can check that the HTML shows the
 current run. A missing file is an error, and sphinx-build -W fails: the docs never show
 output that this build did not produce.
 """
-import os
+import re
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
+
 
 
 def read_stamp(path):
@@ -85,68 +91,149 @@ class OutputDirective(GeneratedDirective):
         return [block, self.provenance()]
 
 
+KEY_ROW = re.compile(r"^\|\s*`([a-z][a-z0-9_]*)`\s*\|(.*)\|\s*$")
+
+
+def key_meanings(source_dir, first):
+    """Each summary key's meaning, from the key tables of the chapter READMEs.
+
+    A chapter README defines its keys in rows ``| `key` | meaning |``; the chapter named
+    ``first`` wins, then the others in order (later chapters say "as in chapter 2").
+    """
+    meanings = {}
+    readmes = sorted(Path(source_dir, "chapters").glob("*/README.md"))
+    readmes.sort(key=lambda path: path.parent.name != first)
+    for readme in readmes:
+        for line in readme.read_text().splitlines():
+            match = KEY_ROW.match(line)
+            if match:
+                meaning = match.group(2).split("|")[-1].strip()
+                meanings.setdefault(match.group(1), meaning)
+    return meanings
+
+
 class SummaryDirective(GeneratedDirective):
-    """The program's `summary:` lines as a table, one row per line, one column per key."""
+    """The runs' `summary:` lines as one table, transposed so it always fits the page:
+    one row per key, one column per summary line (a run, or a mode of a run), and the
+    key's meaning from the chapter README. ``:keys:`` limits the rows to the keys the page
+    discusses, in that order.
+
+        ```{towers-summary} 02_serial_towers 03_stream_towers
+        :keys: max_concurrent_towers overlap step_ms
+        ```
+    """
+
+    optional_arguments = 8
+    option_spec = {"keys": directives.unchanged}
 
     def run(self):
-        rows = []
-        for line in self.generated(".txt").read_text().splitlines():
-            if line.startswith("summary: "):
-                rows.append(dict(pair.split("=", 1) for pair in line.split()[1:] if "=" in pair))
-        if not rows:
-            raise self.error(f"{self.arguments[0]}.txt has no `summary:` line")
+        columns = []  # (label, {key: value})
+        names = self.arguments
+        for name in names:
+            self.arguments = [name]
+            lines = [line for line in self.generated(".txt").read_text().splitlines()
+                     if line.startswith("summary: ")]
+            if not lines:
+                raise self.error(f"{name}.txt has no `summary:` line")
+            for line in lines:
+                row = dict(pair.split("=", 1) for pair in line.split()[1:] if "=" in pair)
+                label = "chapter " + name.split("_")[0].lstrip("0").rjust(1, "0")
+                if "mode" in row:
+                    label += f", {row['mode']}"
+                columns.append((label, row))
         keys = []
-        for row in rows:
-            keys += [k for k in row if k not in keys]
+        if "keys" in self.options:
+            keys = self.options["keys"].split()
+            for key in keys:
+                if not any(key in row for _, row in columns):
+                    raise self.error(f"key `{key}` is in no summary line of {' '.join(names)}")
+        else:
+            for _, row in columns:
+                keys += [k for k in row if k not in keys]
+        meanings = key_meanings(self.config.towers_source_dir, names[-1])
+        missing = [k for k in keys if k not in meanings]
+        if missing:
+            raise self.error(f"summary key(s) {', '.join(missing)} defined in no chapter "
+                             "README's key table (| `key` | meaning |)")
         table = nodes.table(classes=["towers-summary"])
-        group = nodes.tgroup(cols=len(keys))
+        group = nodes.tgroup(cols=len(columns) + 2)
         table += group
-        for _ in keys:
-            group += nodes.colspec(colwidth=1)
+        group += nodes.colspec(colwidth=3)
+        for _ in columns:
+            group += nodes.colspec(colwidth=2)
+        group += nodes.colspec(colwidth=8)
         head = nodes.thead()
         group += head
-        head += self.row(keys)
+        head += self.row([nodes.Text("key")] + [nodes.Text(label) for label, _ in columns]
+                         + [nodes.Text("meaning")])
         body = nodes.tbody()
         group += body
-        for row in rows:
-            body += self.row([row.get(k, "") for k in keys])
-        return [table, self.provenance()]
+        for key in keys:
+            meaning, _ = self.state.inline_text(meanings[key], self.lineno)
+            body += self.row([nodes.literal(text=key)]
+                             + [nodes.Text(row.get(key, "—")) for _, row in columns]
+                             + [meaning])
+        result = [table]
+        for name in names:
+            self.arguments = [name]
+            result.append(self.provenance())
+        self.arguments = names
+        return result
 
     @staticmethod
     def row(cells):
         row = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph(text=cell)
+            para = nodes.paragraph()
+            para += cell if isinstance(cell, nodes.Node) else cell
+            entry += para
             row += entry
         return row
 
 
 class TimelineDirective(GeneratedDirective):
-    """The program's SVG timeline as a figure; the directive's content is the caption."""
+    """The program's own --trace-svg timeline, inline in the page so that each bar's
+    tooltip (its op, tower, step and duration) shows on hover; the content is the caption.
+    """
 
     has_content = True
     option_spec = {"alt": directives.unchanged}
 
     def run(self):
-        svg = self.generated(".svg")
-        # Image paths are relative to the page; the file lives in the build tree.
-        page_dir = Path(self.env.srcdir) / Path(self.env.docname).parent
-        uri = os.path.relpath(svg, page_dir).replace(os.sep, "/")
-        figure = nodes.figure(classes=["towers-timeline"])
-        figure += nodes.image(uri=uri, alt=self.options.get("alt", f"timeline of {svg.name}"))
+        svg = self.generated(".svg").read_text()
+        stamp = read_stamp(self.generated(".stamp"))
+        size = re.search(r'<svg[^>]*?width="([0-9.]+)" height="([0-9.]+)"', svg)
+        if not size:
+            raise self.error(f"{self.arguments[0]}.svg has no width and height")
+        # A viewBox lets the picture scale to the column; the trace's SHA-256 lets
+        # tests/docs/check_fresh.cmake find this run in the HTML.
+        attributes = (f'viewBox="0 0 {size.group(1)} {size.group(2)}" role="img" '
+                      f'aria-label="{self.options.get("alt", "timeline")}" '
+                      f'data-traces="{stamp.get("json_sha256", "?")}" ')
+        svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg).replace("<svg ", "<svg " + attributes, 1)
+        figure = nodes.figure(classes=["towers-figure"])
+        figure += nodes.raw("", svg, format="html")
         if self.content:
             caption = nodes.caption()
-            text = " ".join(self.content)
-            parsed, _ = self.state.inline_text(text, self.lineno)
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
             caption += parsed
             figure += caption
         return [figure, self.provenance()]
 
 
 def setup(app):
+    # Figures drawn from the runs, and tables across pages, live in their own modules.
+    from towers_figures import RingDirective, StepsDirective
+    from towers_pages import CompareDirective, GpuRunsDirective
+
     app.add_config_value("towers_generated_dir", "", "env")
+    app.add_config_value("towers_source_dir", "", "env")
     app.add_directive("towers-output", OutputDirective)
     app.add_directive("towers-summary", SummaryDirective)
+    app.add_directive("towers-steps", StepsDirective)
+    app.add_directive("towers-gpu-runs", GpuRunsDirective)
+    app.add_directive("towers-compare", CompareDirective)
+    app.add_directive("towers-ring", RingDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

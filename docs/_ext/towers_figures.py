@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: MIT
+"""Figures drawn from what this build's programs did (registered by towers_generated):
+
+    ```{towers-steps} RUN [RUN...]    the steps of runs on one time axis (their traces)
+    ```{towers-ring} ringN            the ring all-reduce step by step (docs_ring_schedule)
+"""
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+import towers_diagrams
+import towers_timeline
+from towers_generated import GeneratedDirective, read_stamp
+
+
+class StepsDirective(GeneratedDirective):
+    """The steps of one or more runs as one inline SVG figure on a shared time axis
+    (towers_timeline.py), drawn from their Chrome traces; bars have tooltips.
+
+        ```{towers-steps} 02_serial_towers 03_stream_towers
+        :titles: chapter 2: the loop waits; chapter 3: the loop enqueues
+        :zoom: ring
+        The caption.
+        ```
+    """
+
+    optional_arguments = 4
+    has_content = True
+    option_spec = {"titles": directives.unchanged, "zoom": directives.unchanged,
+                   "zoom-through": directives.flag,
+                   "first-step": directives.nonnegative_int}
+
+    def run(self):
+        names = list(self.arguments)
+        titles = [t.strip() for t in self.options.get("titles", "").split(";") if t.strip()]
+        if titles and len(titles) != len(names):
+            raise self.error(f":titles: names {len(titles)} runs, the directive {len(names)}")
+        runs, traces = [], []
+        for i, name in enumerate(names):
+            self.arguments = [name]
+            ops = towers_timeline.load(self.generated(".json"))
+            traces.append(read_stamp(self.generated(".stamp")).get("json_sha256", "?"))
+            runs.append((titles[i] if titles else name, ops))
+        try:
+            svg = towers_timeline.figure(runs, self.options.get("first-step", 1),
+                                         self.options.get("zoom"),
+                                         "zoom-through" in self.options)
+        except ValueError as error:
+            raise self.error(str(error))
+        figure = nodes.figure(classes=["towers-figure"])
+        # The traces' SHA-256: tests/docs/check_fresh.cmake finds this build's runs here.
+        svg = svg.replace("<svg ", f'<svg data-traces="{" ".join(traces)}" ', 1)
+        figure += nodes.raw("", svg, format="html")
+        if self.content:
+            caption = nodes.caption()
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
+            caption += parsed
+            figure += caption
+        result = [figure]
+        for name in names:
+            self.arguments = [name]
+            result.append(self.provenance())
+        self.arguments = names
+        return result
+
+
+class RingDirective(SphinxDirective):
+    """The ring all-reduce step by step, drawn from the real ring's record
+    (docs/tools/ring_schedule.cpp writes NAME.jsonl; towers_diagrams.ring_figure draws it).
+
+        ```{towers-ring} ring4
+        The caption.
+        ```
+    """
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self):
+        path = Path(self.config.towers_generated_dir) / (self.arguments[0] + ".jsonl")
+        if not path.is_file():
+            raise self.error(f"{path} does not exist: build the docs target, which runs "
+                             "docs_ring_schedule (docs/CMakeLists.txt)")
+        self.env.note_dependency(str(path))
+        figure = nodes.figure(classes=["towers-figure"])
+        figure += nodes.raw("", towers_diagrams.ring_figure(path.read_text()), format="html")
+        if self.content:
+            caption = nodes.caption()
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
+            caption += parsed
+            figure += caption
+        return [figure]

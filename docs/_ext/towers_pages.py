@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+"""Tables gathered from several sources (registered by towers_generated):
+
+    ```{towers-compare}      the chapters of scripts/tutorial.chapters, compared
+    ```{towers-gpu-runs}     which paths have run on a GPU, from bench/results/
+"""
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from towers_generated import SummaryDirective
+
+
+class CompareDirective(SummaryDirective):
+    """The tutorial's comparison table: every chapter of scripts/tutorial.chapters that
+    the docs build ran (towers_docs_output in docs/CMakeLists.txt), one column per
+    summary line, one row per key of ``:keys:``. A chapter added to both lists appears
+    here with no change to the page; one the docs build did not run is named below it.
+    """
+
+    required_arguments = 0
+    optional_arguments = 0
+
+    def run(self):
+        listed = []
+        chapters = Path(self.config.towers_source_dir, "scripts", "tutorial.chapters")
+        self.env.note_dependency(str(chapters))
+        for line in chapters.read_text().splitlines():
+            name = line.split("|")[0].strip()
+            if name and not name.startswith("#"):
+                listed.append(name)
+        generated = Path(self.config.towers_generated_dir)
+        ran = [name for name in listed if (generated / f"{name}.txt").is_file()]
+        if not ran:
+            raise self.error(f"no chapter of {chapters} has output in {generated}")
+        self.arguments = ran
+        result = super().run()
+        skipped = [name for name in listed if name not in ran]
+        if skipped:
+            para = nodes.paragraph()
+            para += nodes.Text("In scripts/tutorial.chapters but not run by the docs build "
+                               "(add it to docs/CMakeLists.txt with towers_docs_output): ")
+            para += nodes.literal(text=", ".join(skipped))
+            result.append(para)
+        return result
+
+
+class GpuRunsDirective(SphinxDirective):
+    """Which code paths have run on a real GPU, read from bench/results/*.md.
+
+    A GPU results page (its title starts with "# GPU check") lists what passed on the GPU
+    in a table whose header is ``| area | tests |`` and what did not run under a heading
+    "## Not run on a GPU". This directive puts every such page's rows in one table (with
+    the page, its date and commit) and quotes each "not run" section, so the docs never
+    claim more GPU coverage than bench/results/ records.
+    """
+
+    def run(self):
+        results = Path(self.config.towers_source_dir, "bench", "results")
+        table = nodes.table(classes=["towers-gpu-runs"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for width in (3, 6, 3):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += SummaryDirective.row([nodes.Text(t) for t in ("path", "tests that passed on the GPU", "run")])
+        body = nodes.tbody()
+        group += body
+        not_run = []
+        pages = 0
+        for page in sorted(results.glob("*.md")):
+            lines = page.read_text().splitlines()
+            if not lines or not lines[0].startswith("# GPU check"):
+                continue
+            pages += 1
+            self.env.note_dependency(str(page))
+            title = lines[0].lstrip("# ").strip()
+            commit = re.search(r"commit `([0-9a-f]{6,40})`", "\n".join(lines))
+            where = f"{title} (bench/results/{page.name}" + (
+                f", commit {commit.group(1)})" if commit else ")")
+            in_table, in_not_run = False, False
+            for line in lines[1:]:
+                if line.startswith("## "):
+                    in_not_run = line.strip().lower() == "## not run on a gpu"
+                    in_table = False
+                    continue
+                if in_not_run and line.strip():
+                    not_run.append((where, line.strip()))
+                if re.match(r"^\|\s*area\s*\|\s*tests\s*\|", line):
+                    in_table = True
+                    continue
+                if in_table and line.startswith("|") and not line.startswith("|---"):
+                    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                    area, _ = self.state.inline_text(cells[0], self.lineno)
+                    tests, _ = self.state.inline_text(cells[1], self.lineno)
+                    body += SummaryDirective.row([area, tests, nodes.Text(where)])
+                elif in_table and not line.startswith("|"):
+                    in_table = False
+        if not pages:
+            raise self.error(f"no GPU results page (# GPU check ...) in {results}")
+        result = [table]
+        if not_run:
+            block = nodes.block_quote()
+            para = nodes.paragraph()
+            para += nodes.strong(text="Not run on a GPU yet, as recorded there: ")
+            for where, text in not_run:
+                parsed, _ = self.state.inline_text(text + " ", self.lineno)
+                para += parsed
+            block += para
+            result.append(block)
+        return result

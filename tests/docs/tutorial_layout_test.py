@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: MIT
+"""scripts/tutorial places the towers on the GPUs there are: ctest docs.TutorialPlacesTowers.
+
+    tutorial_layout_test.py SOURCE_DIR
+
+No GPU is needed: the test puts a stand-in `nvidia-smi` on PATH that lists G GPUs, and
+stand-in chapter programs (TOWERS_BIN) that print the flags they were given. It checks
+that every multi-tower chapter of scripts/tutorial.chapters gets --devices D
+--towers-per-device K with D <= G and D x K towers, that single-device chapters get no
+--devices, that other flags reach every chapter, and that a bad --devices is refused
+before anything runs.
+"""
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# (GPUs, tutorial flags, towers wanted of a multi-tower chapter or None for the
+# list's own count, expected (devices, towers per device) or None to derive from it)
+CASES = [
+    (1, [], None, None),            # one GPU: the list's towers share it
+    (1, ["--devices", "4"], 4, (1, 4)),
+    (2, ["--devices", "4"], 4, (2, 2)),
+    (8, ["--devices", "3"], 3, (3, 1)),
+    (2, ["--devices", "3"], 3, (1, 3)),  # 3 towers do not split over 2 GPUs evenly
+    (0, ["--devices", "8", "--backend", "host"], 8, (8, 1)),
+]
+
+
+def chapters(source):
+    rows = []
+    for line in (source / "scripts/tutorial.chapters").read_text().splitlines():
+        fields = [f.strip() for f in line.split("|")]
+        if fields[0] and not fields[0].startswith("#"):
+            rows.append((fields[0], fields[1]))
+    return rows
+
+
+def stand_ins(root, source, gpus):
+    bin_dir, path_dir = root / "bin", root / "path"
+    bin_dir.mkdir()
+    path_dir.mkdir()
+    for name, _ in chapters(source):
+        program = bin_dir / name
+        program.write_text("#!/bin/sh\necho \"args: $*\"\necho \"summary: towers=1\"\n")
+        program.chmod(program.stat().st_mode | stat.S_IEXEC)
+    smi = path_dir / "nvidia-smi"
+    lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-{i})'\n" for i in range(gpus))
+    smi.write_text("#!/bin/sh\n" + lines)
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    return bin_dir, path_dir
+
+
+def main():
+    source = Path(sys.argv[1]).resolve()
+    failures = []
+    for gpus, flags, towers, expected in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            bin_dir, path_dir = stand_ins(Path(tmp), source, gpus)
+            env = dict(os.environ, TOWERS_BIN=str(bin_dir),
+                       PATH=f"{path_dir}:{os.environ['PATH']}")
+            done = subprocess.run([str(source / "scripts/tutorial"), *flags, "--seed", "7"],
+                                  env=env, capture_output=True, text=True, timeout=120)
+        case = f"{gpus} GPU(s), scripts/tutorial {' '.join(flags)}"
+        if done.returncode != 0:
+            failures.append(f"{case}: exit {done.returncode}: {done.stderr.strip()}")
+            continue
+        given = re.findall(r"^args: (.*)$", done.stdout, re.M)
+        for (name, default), args in zip(chapters(source), given):
+            if "--seed 7" not in args:
+                failures.append(f"{case}: {name} did not get --seed 7: {args}")
+            placed = re.search(r"--devices (\d+) --towers-per-device (\d+)", args)
+            if default == "one":
+                if "--devices" in args:
+                    failures.append(f"{case}: single-device {name} got --devices: {args}")
+                continue
+            want_towers = towers or int(default)
+            want = expected or ((1, want_towers) if gpus == 1 else (want_towers, 1))
+            if not placed or (int(placed[1]), int(placed[2])) != want:
+                failures.append(f"{case}: {name} got '{args}', expected --devices {want[0]} "
+                                f"--towers-per-device {want[1]}")
+            elif gpus and int(placed[1]) > gpus:
+                failures.append(f"{case}: {name} asked for more GPUs than the {gpus} there are")
+        if len(given) != len(chapters(source)):
+            failures.append(f"{case}: ran {len(given)} chapters, the list has "
+                            f"{len(chapters(source))}")
+        print(f"{case}: " + " / ".join(given))
+    refused = subprocess.run([str(source / "scripts/tutorial"), "--devices", "0"],
+                             env=dict(os.environ, TOWERS_BIN="/nonexistent"),
+                             capture_output=True, text=True, timeout=60)
+    if refused.returncode != 2 or "--devices takes a positive number" not in refused.stderr:
+        failures.append(f"--devices 0 was not refused with a message: {refused.stderr}")
+    for failure in failures:
+        print("FAIL " + failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
