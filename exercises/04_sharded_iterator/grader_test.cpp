@@ -4,6 +4,7 @@
 // Each test is one point.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -300,11 +301,21 @@ TEST(ShardedIterator, NextRethrowsTheProducersException) {
   Watchdog watchdog("next() to return or throw after the producer failed",
                     "when the producer fails, store std::current_exception() under the lock "
                     "and notify the consumer's condition variable before the thread returns");
-  IteratorOptions o = options(100, 2, 5, 4);
-  o.prepare = [](const Step& step) {
-    if (step.epoch == 0 && step.index == 3) throw CorruptRecord{3};
+  // K = 8: steps 0..2 are queued before prepare(step 3) throws, and next() is called only
+  // after it threw, so the steps made before the error must come out first.
+  IteratorOptions o = options(100, 2, 5, 4, 8);
+  auto threw = std::make_shared<std::atomic<bool>>(false);
+  o.prepare = [threw](const Step& step) {
+    if (step.epoch == 0 && step.index == 3) {
+      threw->store(true);
+      throw CorruptRecord{3};
+    }
   };
   ShardedIterator it(o);
+  ASSERT_TRUE(eventually([&] { return threw->load(); }))
+      << "expected the producer to prepare step 3 with K = 8 and no next(), got no call after "
+         "5 s; hint: start the producer in the constructor, prepare every step it makes";
+  std::this_thread::sleep_for(20ms);  // the producer stores the error and stops
   for (int s = 0; s < 3; ++s) {
     Step step = it.next();
     ASSERT_EQ(step.index, s) << "expected step " << s << " (made before the failure), got step "

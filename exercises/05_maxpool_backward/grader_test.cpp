@@ -99,9 +99,10 @@ std::string diagnose(float got, int iy, int ix, math::Nhwc in, const std::string
            "oy >= out_h or ox >= out_w before reading dy[o] or argmax[o]";
   }
   const bool edge_y = iy == 0 || iy == in.height - 1, edge_x = ix == 0 || ix == in.width - 1;
-  if ((edge_y && in.height % 2 == 1) || (edge_x && in.width % 2 == 1)) {
-    return "this is a border cell of an odd-sized input, which SAME padding shifts: padding "
-           "before is ((out - 1) * 2 + 3 - in) / 2, 1 for odd sizes and 0 for even ones";
+  if (edge_y || edge_x) {
+    return "a border cell, where SAME padding decides which windows cover it: out = "
+           "ceil(in / 2), padding before = ((out - 1) * 2 + 3 - in) / 2 (0 for even sizes, 1 "
+           "for odd ones), the rest after";
   }
   return otherwise;
 }
