@@ -15,8 +15,8 @@
 
 #include "kernels/math/pool.hpp"
 
-// The student's stub.hpp, or solution.hpp when built with TOWERS_EXERCISE_SOLUTIONS=ON.
-#include TOWERS_EXERCISE_HEADER
+// The graded max_pool_input_grad, compiled apart in graded_call.cpp.
+#include "graded_call.hpp"
 
 namespace towers::exercises {
 namespace {
@@ -44,12 +44,14 @@ Pooled forward(const std::vector<float>& x, math::Nhwc in) {
 }
 
 // The library's own backward pass is what the student's function is compared with; a
-// file that calls it (or includes it) has not written the gather. Checked on the graded
-// file's text, once; "" when it is clean, else the line that gives it away.
+// file that calls it (or includes it, or the ops built on it) has not written the gather.
+// Checked on the graded file's code (comments aside), once; "" when it is clean, else the
+// line that gives it away. graded_call.cpp compiles the file without pool.hpp besides.
 std::string library_shortcut() {
-  std::ifstream file(TOWERS_EXERCISE_SOURCE_FILE);
+  std::ifstream file(graded_source_file());
   std::string line;
   for (int number = 1; std::getline(file, line); ++number) {
+    line = line.substr(0, line.find("//"));  // code only: a comment may name the library
     for (const char* banned : {"max_pool_backward", "math/pool.hpp", "ops_fast_host", "model/ops"}) {
       if (line.find(banned) != std::string::npos) {
         return "line " + std::to_string(number) + " uses " + banned + ": " + line;
@@ -87,24 +89,38 @@ std::vector<float> student_dx(const std::vector<float>& dy, const std::vector<in
   for (int i = 0; i < in.size(); ++i) {
     std::fill(guarded_argmax.begin(), guarded_argmax.begin() + guard, i);
     std::fill(guarded_argmax.end() - guard, guarded_argmax.end(), i);
-    dx[i] = max_pool_input_grad(i, guarded_dy.data() + guard, guarded_argmax.data() + guard, in);
+    dx[i] = graded_input_grad(i, guarded_dy.data() + guard, guarded_argmax.data() + guard, in);
   }
   return dx;
 }
 
-// The likeliest cause of a wrong dx[i], from what it holds and where i lies.
-std::string diagnose(float got, int iy, int ix, math::Nhwc in, const std::string& otherwise) {
-  if (std::abs(got) >= kGuardGradient / 2) {
-    return "dx[i] includes a dy read OUTSIDE the output: skip the outputs with oy < 0, ox < 0, "
-           "oy >= out_h or ox >= out_w before reading dy[o] or argmax[o]";
+// The likeliest cause of a wrong dx, from all the elements that are wrong: a read outside
+// the outputs when any holds a guard gradient; padding only when every wrong element is a
+// border cell (the cells padding decides about); otherwise the test's own hint. Returns the
+// element to show, and the hint.
+struct Diagnosis {
+  int element;
+  std::string hint;
+};
+Diagnosis diagnose(const std::vector<float>& got, const std::vector<float>& want, math::Nhwc in,
+                   const std::string& otherwise) {
+  int first = -1, first_inner = -1;
+  for (int i = 0; i < in.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (std::abs(got[i]) >= kGuardGradient / 2) {
+      return {i, "dx[i] includes a dy read OUTSIDE the output: skip the outputs with oy < 0, "
+                 "ox < 0, oy >= out_h or ox >= out_w before reading dy[o] or argmax[o]"};
+    }
+    if (first < 0) first = i;
+    const int ix = (i / in.channels) % in.width, iy = (i / (in.channels * in.width)) % in.height;
+    const bool border = iy == 0 || iy == in.height - 1 || ix == 0 || ix == in.width - 1;
+    if (!border && first_inner < 0) first_inner = i;
   }
-  const bool edge_y = iy == 0 || iy == in.height - 1, edge_x = ix == 0 || ix == in.width - 1;
-  if (edge_y || edge_x) {
-    return "a border cell, where SAME padding decides which windows cover it: out = "
-           "ceil(in / 2), padding before = ((out - 1) * 2 + 3 - in) / 2 (0 for even sizes, 1 "
-           "for odd ones), the rest after";
-  }
-  return otherwise;
+  if (first < 0) return {-1, ""};
+  if (first_inner >= 0) return {first_inner, otherwise};
+  return {first, "only border cells are wrong, and SAME padding decides which windows cover "
+                 "them: out = ceil(in / 2), padding before = ((out - 1) * 2 + 3 - in) / 2 (0 "
+                 "for even sizes, 1 for odd ones), the rest after"};
 }
 
 std::vector<float> reference_dx(const std::vector<float>& dy, const std::vector<int>& argmax,
@@ -137,25 +153,22 @@ void expect_reference(math::Nhwc in, const std::vector<float>& x, const std::vec
   const std::vector<int>& argmax = argmax_override ? *argmax_override : p.argmax;
   const std::vector<float> dy = random_dy(static_cast<int>(p.y.size()), 5);
   const std::vector<float> got = student_dx(dy, argmax, in), want = reference_dx(dy, argmax, in);
-  for (int i = 0; i < in.size(); ++i) {
-    if (got[i] != want[i]) {
-      const math::Nhwc s = in;
-      const int c = i % s.channels, ix = (i / s.channels) % s.width;
-      const int iy = (i / (s.channels * s.width)) % s.height, n = i / (s.channels * s.width * s.height);
-      ADD_FAILURE() << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
-                    << ") of input " << describe(in) << " to be " << want[i] << ", got " << got[i]
-                    << "; hint: " << diagnose(got[i], iy, ix, in, hint);
-      return;
-    }
-  }
+  const Diagnosis wrong = diagnose(got, want, in, hint);
+  if (wrong.element < 0) return;
+  const int i = wrong.element;
+  const int c = i % in.channels, ix = (i / in.channels) % in.width;
+  const int iy = (i / (in.channels * in.width)) % in.height, n = i / (in.channels * in.width * in.height);
+  ADD_FAILURE() << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
+                << ") of input " << describe(in) << " to be " << want[i] << ", got " << got[i]
+                << "; hint: " << wrong.hint;
 }
 
 TEST(MaxPoolBackward, MatchesTheReferenceOnTheModelsShapes) {
   // pool1 sees [batch, 24, 24, 64] and pool2 [batch, 12, 12, 64]; fewer channels suffice.
   for (math::Nhwc in : {math::Nhwc{2, 24, 24, 3}, math::Nhwc{2, 12, 12, 5}}) {
     expect_reference(in, random_x(in.size(), 1), nullptr,
-                     "gather dy[o] over the outputs o whose window covers the input and whose "
-                     "argmax[o] is this input");
+                     "add up dy[o] over EVERY output o (of this image and channel) whose window "
+                     "covers the input and whose argmax[o] is this input");
   }
 }
 
