@@ -3,8 +3,10 @@
 //
 // Every grader failure is one line: what was expected, what happened, and a hint, e.g.
 //   expected average[3] == 17 (the exact mean of 4 towers), got 0; hint: ...
-// Averages are checked bit for bit on data whose sums are exact in float (small
-// integers), as nccl-tests checks its collectives.
+// Averages are checked bit for bit on data whose sums are exact in float, as nccl-tests
+// checks its collectives: multiples of 1/8, mostly fractional, so that an integer
+// accumulator (`auto sum = 0;`) truncates and fails, while any order of float addition
+// gives the same exact result.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -23,7 +25,7 @@ namespace towers::exercises {
 
 /// N towers' gradients whose mean is known exactly.
 struct ExactMeanData {
-  std::vector<std::vector<float>> towers;  ///< [towers][count], small integers
+  std::vector<std::vector<float>> towers;  ///< [towers][count], multiples of 1/8
   std::vector<float> mean;                 ///< [count], the exact mean of the towers
 };
 
@@ -36,25 +38,30 @@ inline bool mean_is_exact_both_ways(float mean, int towers) {
          sum * (1.0f / static_cast<float>(towers)) == mean;
 }
 
-/// Draws `towers` x `count` small integers (seeded) whose per-element mean is an integer
-/// in [-200, 200]: every partial sum is exact in float, in any order of addition.
+/// Draws `towers` x `count` multiples of 1/8 (seeded) whose per-element mean is a multiple
+/// of 1/8 in [-200, 200] that is not an integer, and whose values are fractional too: an
+/// integer sum or mean is wrong on every element. Values need at most 14 significant bits,
+/// so every partial sum is exact in float, in any order of addition.
 inline ExactMeanData make_exact_mean_data(int towers, std::size_t count, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> mean_of(-200, 200), offset_of(-16, 16);
+  std::uniform_int_distribution<int> mean_of(-1600, 1600), offset_of(-16, 16);
+  const auto eighths = [](int k) { return static_cast<float>(k) / 8.0f; };
   ExactMeanData data;
   data.towers.assign(towers, std::vector<float>(count));
   data.mean.resize(count);
   for (std::size_t j = 0; j < count; ++j) {
     float mean = 0;
-    do mean = static_cast<float>(mean_of(rng));
-    while (!mean_is_exact_both_ways(mean, towers));
-    int offsets_sum = 0;
+    int k = 0;
+    do k = mean_of(rng);
+    while (k % 8 == 0 || !mean_is_exact_both_ways(eighths(k), towers));
+    mean = eighths(k);
+    int offsets_sum = 0;  // in eighths; each offset a multiple of 8, so values stay fractional
     for (int t = 0; t + 1 < towers; ++t) {
-      const int offset = offset_of(rng);
+      const int offset = 8 * offset_of(rng);
       offsets_sum += offset;
-      data.towers[t][j] = mean + static_cast<float>(offset);
+      data.towers[t][j] = eighths(k + offset);
     }
-    data.towers[towers - 1][j] = mean - static_cast<float>(offsets_sum);
+    data.towers[towers - 1][j] = eighths(k - offsets_sum);
     data.mean[j] = mean;
   }
   return data;

@@ -73,14 +73,19 @@ struct Towers {
   std::vector<StepTower> step;
 };
 
-// A door that tower work waits behind (at most 1 s), so the grader can look at the
-// schedule while no tower has finished. Shared, so queued work never outlives it.
+// A door that tower work waits behind, so the grader can look at the schedule while a
+// tower has not finished. The grader opens it; as a safety it opens itself after `limit`
+// (and stays open), so a wrong run_step that waits on the host costs one limit, not a hang.
+// Shared, so queued work never outlives it.
 class Gate {
  public:
-  // Waits until open() or 1 s; false on timeout.
+  explicit Gate(std::chrono::milliseconds limit = 5000ms) : limit_(limit) {}
+  // Waits until open() or the limit; false when the limit opened it.
   bool wait() {
     std::unique_lock<std::mutex> lock(mutex_);
-    return opened_cv_.wait_for(lock, 1s, [&] { return open_; });
+    if (opened_cv_.wait_for(lock, limit_, [&] { return open_; })) return true;
+    open_ = true;
+    return false;
   }
   void open() {
     {
@@ -91,6 +96,7 @@ class Gate {
   }
 
  private:
+  std::chrono::milliseconds limit_;
   std::mutex mutex_;
   std::condition_variable opened_cv_;
   bool open_ = false;
@@ -129,77 +135,121 @@ TEST_P(ConcurrentTowers, TraceShowsNTowersBusyAtOnce) {
 class MeetingTowers : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Towers, MeetingTowers, ::testing::Values(1, 2, 3, 4), name_of);
 
-// Tower i's gradients appear only at the end of its work, after `work_ms[i]` of busy work;
-// the average must read them after every tower is done.
-void expect_exact_average(int n, const std::vector<double>& work_ms, const std::string& which) {
-  Towers towers(n);
-  const std::size_t count = 257;
-  ExactMeanData data = make_exact_mean_data(n, count, 17 + n);
-  for (auto& g : towers.grads) g.assign(count, 0.0f);
-  towers.average.assign(count, -1.0f);
+// One step whose tower `slow` is the slowest: its gradients appear only after a gate that
+// the average itself opens (or 250 ms pass). An average that does not wait for tower
+// `slow` runs first, reads its zeros and opens the gate too late: a wrong mean, whatever the
+// machine's load. A correct one waits the 250 ms and reads every tower's gradients.
+// The step's tower work and average write `grads` and `average`, which outlive the streams.
+struct SlowStep {
+  SlowStep(int n, std::size_t count, std::uint64_t seed)
+      : data(make_exact_mean_data(n, count, seed)),
+        grads(n, std::vector<float>(count, 0.0f)),
+        average(count, -1.0f),
+        gate(std::make_shared<Gate>(250ms)) {}
+  ExactMeanData data;
+  std::vector<std::vector<float>> grads;  // [towers][count]
+  std::vector<float> average;             // [count]
+  std::shared_ptr<Gate> gate;
   int average_calls = 0;
   Stream* average_stream = nullptr;
+};
+
+void run_slow_step(Towers& towers, SlowStep& step, int slow) {
+  const int n = towers.size();
   towers.run_step_with(
-      [&](int i) {
-        busy_kernel(*towers.streams[i], work_ms[i]);
+      [&towers, &step, slow](int i) {
+        if (i == slow) {
+          towers.streams[i]->launch("slow tower", [gate = step.gate] { gate->wait(); }, nullptr);
+        }
         towers.streams[i]->launch(
-            "backward", [&towers, &data, i] { towers.grads[i] = data.towers[i]; }, nullptr);
+            "backward", [&step, i] { step.grads[i] = step.data.towers[i]; }, nullptr);
       },
-      [&](Stream& meet) {
-        ++average_calls;
-        average_stream = &meet;
+      [&step, n](Stream& meet) {
+        ++step.average_calls;
+        step.average_stream = &meet;
         meet.launch(
             "average",
-            [&towers, n, count] {
-              for (std::size_t j = 0; j < count; ++j) {
+            [&step, n] {
+              for (std::size_t j = 0; j < step.average.size(); ++j) {
                 float sum = 0;
-                for (int t = 0; t < n; ++t) sum += towers.grads[t][j];
-                towers.average[j] = sum / static_cast<float>(n);
+                for (int t = 0; t < n; ++t) sum += step.grads[t][j];
+                step.average[j] = sum / static_cast<float>(n);
               }
+              step.gate->open();
             },
             nullptr);
       });
-  towers.synchronize_all();
-  ASSERT_EQ(average_calls, 1) << "expected average_gradients(meet) to be called once per step, got "
-                              << average_calls << " calls; hint: call it after the tower loop";
-  ASSERT_EQ(average_stream, towers.meet.get())
+}
+
+void expect_exact_slow_step(Towers& towers, const SlowStep& step, int slow, const std::string& which) {
+  ASSERT_EQ(step.average_calls, 1) << "expected average_gradients(meet) to be called once per "
+                                      "step, got " << step.average_calls
+                                   << " calls in " << which << "; hint: call it after the tower loop";
+  ASSERT_EQ(step.average_stream, towers.meet.get())
       << "expected average_gradients to be given the `meet` stream, got another one; hint: "
          "call average_gradients(meet)";
-  auto bad = first_mismatch(towers.average, data.mean);
-  EXPECT_FALSE(bad) << "expected the exact mean of " << n << " towers (" << which << "), got "
-                    << (bad ? describe_mismatch(towers.average, data.mean, *bad) : "")
+  auto bad = first_mismatch(step.average, step.data.mean);
+  EXPECT_FALSE(bad) << "expected the exact mean of " << towers.size() << " towers in " << which
+                    << " with tower " << slow << " the slowest, got "
+                    << (bad ? describe_mismatch(step.average, step.data.mean, *bad) : "")
                     << "; hint: before average_gradients(meet), make `meet` wait for EVERY "
-                       "tower's done event, recorded after that tower's work";
+                       "tower's done event (not only the first or the last), recorded after "
+                       "that tower's work in this step";
 }
 
 TEST_P(MeetingTowers, AverageIsTheExactMeanOfEveryTowersGradients) {
+  // Every tower position in turn is the slowest, not only the first or the last.
   const int n = GetParam();
-  std::vector<double> slowest_first(n), slowest_last(n);
-  for (int i = 0; i < n; ++i) {
-    slowest_first[i] = 10 + 20 * (n - 1 - i);
-    slowest_last[i] = 10 + 20 * i;
+  for (int slow = 0; slow < n; ++slow) {
+    Towers towers(n);
+    SlowStep step(n, 257, 17 + 10 * n + slow);
+    run_slow_step(towers, step, slow);
+    towers.synchronize_all();
+    expect_exact_slow_step(towers, step, slow, "one step");
   }
-  expect_exact_average(n, slowest_first, "tower 0 finishing last");
-  expect_exact_average(n, slowest_last, "the last tower finishing last");
+}
+
+TEST_P(MeetingTowers, ConsecutiveStepsEachAverageTheirOwnGradients) {
+  // Three steps enqueued back to back, the host waiting only at the end, as a training
+  // loop runs: each step's average must wait for that step's towers (events recorded
+  // again every step), and a different tower is the slowest in each.
+  const int n = GetParam();
+  Towers towers(n);
+  std::vector<std::unique_ptr<SlowStep>> steps;
+  for (int s = 0; s < 3; ++s) {
+    steps.push_back(std::make_unique<SlowStep>(n, 101, 300 + 10 * n + s));
+    run_slow_step(towers, *steps.back(), (n - 1 + s) % n);
+  }
+  towers.synchronize_all();
+  for (int s = 0; s < 3; ++s) {
+    expect_exact_slow_step(towers, *steps[s], (n - 1 + s) % n, "step " + std::to_string(s) + " of 3");
+  }
 }
 
 TEST_P(MeetingTowers, RunStepReturnsBeforeAnyTowerFinishes) {
+  // Three steps in a row while every tower's work waits behind a gate: each call must
+  // return at once, also the second and third (no wait for the previous step either).
   Towers towers(GetParam());
   auto gate = std::make_shared<Gate>();
   auto finished = std::make_shared<std::atomic<int>>(0);
-  towers.run_step_with(
-      [&](int i) {
-        towers.streams[i]->launch("tower", [gate, finished] { gate->wait(); ++*finished; }, nullptr);
-      },
-      [](Stream&) {});
-  const int finished_before_return = finished->load();
+  std::vector<int> finished_at_return;
+  for (int s = 0; s < 3; ++s) {
+    towers.run_step_with(
+        [&](int i) {
+          towers.streams[i]->launch("tower", [gate, finished] { gate->wait(); ++*finished; }, nullptr);
+        },
+        [](Stream&) {});
+    finished_at_return.push_back(finished->load());
+  }
   gate->open();
   towers.synchronize_all();
-  EXPECT_EQ(finished_before_return, 0)
-      << "expected run_step to return while every tower still runs (it only enqueues), got "
-      << finished_before_return << " of " << towers.size()
-      << " towers finished first; hint: the host waits nowhere in run_step: no synchronize(), "
-         "the meeting stream waits on events instead";
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_EQ(finished_at_return[s], 0)
+        << "expected run_step (call " << s + 1 << " of 3 in a row) to return while every tower "
+        << "still runs (it only enqueues), got " << finished_at_return[s]
+        << " tower steps finished first; hint: the host waits nowhere in run_step: no "
+           "synchronize() of a tower, of `meet` or of the previous step; streams wait on events";
+  }
 }
 
 TEST_P(MeetingTowers, EachTowerRecordsItsDoneEventAfterItsWork) {

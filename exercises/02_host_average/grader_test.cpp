@@ -52,8 +52,9 @@ TEST_P(AverageOfNTowers, IsTheExactMeanOfEveryVariable) {
     EXPECT_FALSE(bad) << "expected the exact mean of " << towers << " towers for variable "
                       << kVariables[v].name << ", got "
                       << (bad ? describe_mismatch(average[v].grad, grads.means[v], *bad) : "")
-                      << "; hint: sum every tower's gradient element, then divide by the "
-                         "number of towers (the inputs are small integers: no rounding)";
+                      << "; hint: sum every tower's gradient element in a float, then divide "
+                         "by the number of towers (the inputs are fractions like 2.375, exact "
+                         "in float: an int accumulator or an integer division truncates them)";
   }
 }
 
@@ -104,22 +105,65 @@ TEST(AverageGradients, RejectsAnEmptyListOfTowers) {
 }
 
 TEST(AverageGradients, RejectsTowersThatDisagreeOnTheVariables) {
-  ModelGrads grads = make_model_grads(2, 3);
+  // Four towers, and the odd one out is never tower 1 alone: every tower is compared with
+  // tower 0, not only the first pair or neighbours that agree with each other.
+  ModelGrads grads = make_model_grads(4, 3);
   auto fewer = grads.towers;
-  fewer[1].pop_back();
+  fewer[3].pop_back();
   expect_invalid_argument([&] { average_gradients(fewer); },
-                          "tower 1 with one variable fewer than tower 0",
-                          "compare every tower's number of variables with tower 0's");
+                          "tower 3 (of 4) with one variable fewer than tower 0",
+                          "compare every tower's number of variables with tower 0's, up to "
+                          "the last tower");
+  auto more = grads.towers;
+  more[2].push_back({{1.0f}, "extra"});
+  expect_invalid_argument([&] { average_gradients(more); },
+                          "tower 2 (of 4) with one variable more than tower 0",
+                          "compare every tower's number of variables with tower 0's (more "
+                          "is as wrong as fewer)");
   auto renamed = grads.towers;
-  renamed[1][0].var = "conv2/weights";
+  renamed[2][4].var = "softmax_linear/weights";
   expect_invalid_argument([&] { average_gradients(renamed); },
-                          "tower 1 whose first variable has another name",
-                          "compare every variable's name with tower 0's");
+                          "tower 2 (of 4) whose last variable has another name",
+                          "compare every variable's name with tower 0's, on every tower");
+  auto renamed_pair = grads.towers;  // towers 2 and 3 agree with each other, not with 0
+  renamed_pair[2][0].var = renamed_pair[3][0].var = "conv2/weights";
+  expect_invalid_argument([&] { average_gradients(renamed_pair); },
+                          "towers 2 and 3 (of 4) whose first variable has another name",
+                          "compare with tower 0, not with the tower before");
   auto shorter = grads.towers;
-  shorter[1][3].grad.pop_back();
+  shorter[3][3].grad.pop_back();
   expect_invalid_argument([&] { average_gradients(shorter); },
-                          "tower 1 whose local3/weights gradient is one element short",
+                          "tower 3 (of 4) whose local3/weights gradient is one element short",
                           "compare every gradient's size with tower 0's");
+  auto longer = grads.towers;
+  longer[1][2].grad.push_back(1.0f);
+  expect_invalid_argument([&] { average_gradients(longer); },
+                          "tower 1 (of 4) whose empty variable has one element",
+                          "compare every gradient's size with tower 0's, also of empty ones");
+}
+
+TEST(AverageGradients, AveragesTheSameTowersTheSameWayTwice) {
+  // The function keeps no state between calls: a second call on other data is exact too.
+  // (When the first call is already wrong, the cause is the mean itself, not state.)
+  ModelGrads first = make_model_grads(3, 21), second = make_model_grads(6, 22);
+  const std::vector<GradAndVar> first_average = average_gradients(first.towers);
+  const bool first_exact = first_average.size() == kVariables.size() &&
+                           !first_mismatch(first_average[0].grad, first.means[0]);
+  const std::string hint = first_exact ? "start each call's sums from zero, in a local result "
+                                         "(no static state)"
+                                       : "the first call was wrong already: sum in a float, "
+                                         "then divide by the number of towers";
+  std::vector<GradAndVar> average = average_gradients(second.towers);
+  ASSERT_EQ(average.size(), kVariables.size())
+      << "expected " << kVariables.size() << " pairs on the second call, got " << average.size()
+      << "; hint: " << hint;
+  for (std::size_t v = 0; v < kVariables.size(); ++v) {
+    auto bad = first_mismatch(average[v].grad, second.means[v]);
+    EXPECT_FALSE(bad) << "expected the exact mean of 6 towers on a second call for "
+                      << kVariables[v].name << ", got "
+                      << (bad ? describe_mismatch(average[v].grad, second.means[v], *bad) : "")
+                      << "; hint: " << hint;
+  }
 }
 
 }  // namespace

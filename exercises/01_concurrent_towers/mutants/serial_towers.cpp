@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// mutant: chapter 2's loop: the host synchronizes each tower before enqueueing the next
+#include "run_step.hpp"
+
+namespace towers::exercises {
+
+void run_step(std::span<const StepTower> towers, const TowerLoss& tower_loss, Stream& meet,
+              const AverageGradients& average_gradients) {
+  for (std::size_t i = 0; i < towers.size(); ++i) {
+    tower_loss(static_cast<int>(i));          // returns at once: the loop only enqueues
+    towers[i].stream->record(*towers[i].done);  // "tower i's gradients are final"
+    towers[i].stream->synchronize();  // the towers take turns
+  }
+  // Where towers meet: `meet` waits for each tower on the device; the host waits for none.
+  for (const StepTower& tower : towers) meet.wait(*tower.done);
+  average_gradients(meet);
+}
+
+}  // namespace towers::exercises

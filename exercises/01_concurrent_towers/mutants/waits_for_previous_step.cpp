@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// mutant: the host waits for the previous step's average at the start of each step
+#include "run_step.hpp"
+
+namespace towers::exercises {
+
+void run_step(std::span<const StepTower> towers, const TowerLoss& tower_loss, Stream& meet,
+              const AverageGradients& average_gradients) {
+  meet.synchronize();  // "the previous step must be done"
+  for (std::size_t i = 0; i < towers.size(); ++i) {
+    tower_loss(static_cast<int>(i));          // returns at once: the loop only enqueues
+    towers[i].stream->record(*towers[i].done);  // "tower i's gradients are final"
+  }
+  // Where towers meet: `meet` waits for each tower on the device; the host waits for none.
+  for (const StepTower& tower : towers) meet.wait(*tower.done);
+  average_gradients(meet);
+}
+
+}  // namespace towers::exercises
