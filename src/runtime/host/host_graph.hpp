@@ -32,9 +32,9 @@ void refuse_if_capturing(std::string_view op);
 
 /// One recorded node: what GraphNode shows, plus the stream to replay on and the work.
 struct HostGraphNode {
-  GraphNode info;
-  HostStream* stream = nullptr;
-  HostWork work;
+  GraphNode info;                ///< name, device, stream, tower, dependencies
+  HostStream* stream = nullptr;  ///< the stream it was captured on; replays on its worker
+  HostWork work;                 ///< the op's host half, run at every replay
 };
 
 /// A graph being recorded. Used from the capturing thread only.
