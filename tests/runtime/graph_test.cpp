@@ -286,8 +286,8 @@ TEST(HostGraph, AStreamLeftUnjoinedIsRefused) {
 TEST(HostGraph, WaitingOnAnEventRecordedOutsideIsRefused) {
   auto rt = Runtime::create(host_devices(1));
   Device& d = rt->device(0);
+  auto outside = d.create_event();  // outlives the streams, whose workers complete it
   auto origin = d.create_stream(), other = d.create_stream();
-  auto outside = d.create_event();
   other->record(*outside);
   EXPECT_THROW(capture_graph(*rt, *origin, [&] { origin->wait(*outside); }), CaptureError);
 }
