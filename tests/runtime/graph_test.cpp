@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <stdexcept>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends.hpp"
@@ -57,7 +59,12 @@ struct TwoBranchStep {
       s.copy(slice[b].data(), input.as<float>() + b * kN, kN * sizeof(float), "copy in");
       if (with_math_) {
         float* x = slice[b].as<float>();
-        s.launch("transform", [x, b] { for (int i = 0; i < kN; ++i) x[i] = 2 * x[i] + b; },
+        // Slow on purpose: a sum that does not wait for the branches reads stale values.
+        s.launch("transform",
+                 [x, b] {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                   for (int i = 0; i < kN; ++i) x[i] = 2 * x[i] + b;
+                 },
                  [](const CudaLaunchContext&) {});
       }
       s.copy(received[b].data(), slice[b].data(), kN * sizeof(float), "send");
