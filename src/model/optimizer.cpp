@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/scalar_updates.hpp"
+#include "kernels/host/kernels.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
 
@@ -36,6 +38,24 @@ void apply_gradients(Stream& stream, float lr, const float* grads, float* params
 
 void update_moving_averages(Stream& stream, float decay, const float* params, float* shadow) {
   ops::ema_update(stream, static_cast<int>(kNumParameters), decay, params, shadow);
+}
+
+}  // namespace towers::model
+
+namespace towers::model {
+
+void apply_gradients(Stream& stream, const float* learning_rate, const float* grads, float* params) {
+  const int n = static_cast<int>(kNumParameters);
+  stream.launch(
+      "sgd_update", [=] { host::sgd_update(n, *learning_rate, grads, params); },
+      [=](const CudaLaunchContext& c) { cuda::sgd_update_at(c, n, learning_rate, grads, params); });
+}
+
+void update_moving_averages(Stream& stream, const float* decay, const float* params, float* shadow) {
+  const int n = static_cast<int>(kNumParameters);
+  stream.launch(
+      "ema_update", [=] { host::ema_update(n, *decay, params, shadow); },
+      [=](const CudaLaunchContext& c) { cuda::ema_update_at(c, n, decay, params, shadow); });
 }
 
 }  // namespace towers::model

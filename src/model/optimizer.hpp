@@ -33,4 +33,11 @@ void apply_gradients(Stream& stream, float lr, const float* grads, float* params
 /// Enqueues shadow -= (1 - decay) * (shadow - params) over the whole flat buffer.
 void update_moving_averages(Stream& stream, float decay, const float* params, float* shadow);
 
+/// As apply_gradients(), with the learning rate read from device memory when the op runs:
+/// a captured graph (chapter 7) then uses the value the host wrote before each launch.
+void apply_gradients(Stream& stream, const float* learning_rate, const float* grads, float* params);
+
+/// As update_moving_averages(), with the decay read from device memory when the op runs.
+void update_moving_averages(Stream& stream, const float* decay, const float* params, float* shadow);
+
 }  // namespace towers::model

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -65,6 +66,12 @@ class Trace {
   /// Records host-side work from `start_us` to now, e.g. enqueueing one step.
   void add_host_span(std::string name, double start_us);
 
+  /// Counts one host call that enqueued work for the devices (an op, a copy, a record, a
+  /// wait, or a whole graph launch): chapter 7 shows that a graph needs one per step.
+  void count_host_enqueue() { host_enqueues_.fetch_add(1, std::memory_order_relaxed); }
+  /// Host calls counted so far by count_host_enqueue().
+  std::uint64_t host_enqueues() const { return host_enqueues_.load(std::memory_order_relaxed); }
+
   /// Resolves the pending spans whose work has finished and returns every finished span
   /// so far, sorted by start time. Spans still in flight stay pending. Synchronize the
   /// streams whose spans you want first.
@@ -86,6 +93,7 @@ class Trace {
   void resolve_finished();
   std::atomic<bool> enabled_{false};
   std::atomic<int> step_{-1};
+  std::atomic<std::uint64_t> host_enqueues_{0};
   std::chrono::steady_clock::time_point epoch_;
   std::mutex mutex_;
   std::vector<TraceEvent> events_;

@@ -8,6 +8,7 @@
 #include "device_io.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "runtime/graph.hpp"
 
 namespace towers::model {
 namespace {
@@ -48,6 +49,28 @@ TEST(Optimizer, UpdatesCoverTheWholeFlatBuffer) {
   EXPECT_EQ(p.back(), 0.5f);
   EXPECT_EQ(s.front(), 0.125f);
   EXPECT_EQ(s.back(), 0.125f);
+}
+
+// The scalars a graph reads from device memory (chapter 7): same bits as passing them by
+// value, and a captured update uses the value written before each launch.
+TEST(Optimizer, UpdatesReadingTheirScalarFromDeviceMemoryMatchByValueAndFollowItInAGraph) {
+  testing::DeviceIo io(Backend::kHost);
+  std::vector<float> start(kNumParameters);
+  for (std::size_t i = 0; i < start.size(); ++i) start[i] = 0.001f * static_cast<float>(i % 997);
+  float* by_value = io.upload(start);
+  float* by_address = io.upload(start);
+  const float* grads = io.upload(std::vector<float>(kNumParameters, 0.3f));
+  float* lr = io.upload(std::vector<float>{0.1f});
+  apply_gradients(io.stream(), 0.1f, grads, by_value);
+  apply_gradients(io.stream(), lr, grads, by_address);
+  EXPECT_EQ(io.download(by_value, kNumParameters), io.download(by_address, kNumParameters));
+
+  auto graph = capture_graph(io.runtime(), io.stream(),
+                             [&] { apply_gradients(io.stream(), lr, grads, by_address); });
+  io.write(lr, std::vector<float>{0.5f});  // after the capture: the launch must use 0.5
+  apply_gradients(io.stream(), 0.5f, grads, by_value);
+  graph->launch(io.stream());
+  EXPECT_EQ(io.download(by_value, kNumParameters), io.download(by_address, kNumParameters));
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ void CudaStream::traced(std::string_view name, Enqueue&& enqueue) {
 }
 
 void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda) {
+  trace_.count_host_enqueue();
   traced(name, [&] {
     if (blas_ == nullptr) {
       // Made on first use: chapters that never call cuBLAS never pay for a handle.
@@ -63,20 +64,24 @@ void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda)
 }
 
 void CudaStream::copy(void* dst, const void* src, std::size_t bytes, std::string_view name) {
+  trace_.count_host_enqueue();
   // cudaMemcpyDefault: unified addressing tells host, device and peer memory apart.
   traced(name, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)); });
 }
 
 void CudaStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) {
+  trace_.count_host_enqueue();
   traced(name, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); });
 }
 
 void CudaStream::record(Event& event) {
+  trace_.count_host_enqueue();
   CUDA_CHECK(cudaSetDevice(device_.index()));
   CUDA_CHECK(cudaEventRecord(dynamic_cast<CudaEvent&>(event).handle(), stream_));
 }
 
 void CudaStream::wait(Event& event) {
+  trace_.count_host_enqueue();
   CUDA_CHECK(cudaSetDevice(device_.index()));
   CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
 }

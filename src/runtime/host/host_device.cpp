@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/host/host_event.hpp"
+#include "runtime/host/host_graph.hpp"
 #include "runtime/host/host_stream.hpp"
 
 namespace towers {
@@ -40,6 +41,7 @@ std::unique_ptr<Stream> HostDevice::create_stream() {
 std::unique_ptr<Event> HostDevice::create_event() { return std::make_unique<HostEvent>(); }
 
 Buffer HostDevice::allocate(std::size_t bytes) {
+  refuse_if_capturing("Device::allocate on " + name());
   if (used_.fetch_add(bytes) + bytes > capacity_) {
     used_.fetch_sub(bytes);
     throw OutOfMemory("out of memory on " + name() + ": asked for " + std::to_string(bytes >> 20) +
@@ -60,6 +62,7 @@ Buffer HostDevice::allocate(std::size_t bytes) {
 }
 
 Buffer HostDevice::allocate_pinned(std::size_t bytes) {
+  refuse_if_capturing("Device::allocate_pinned on " + name());
   void* data = aligned_bytes(bytes);
   if (data == nullptr) {
     throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) +
@@ -79,6 +82,7 @@ void HostDevice::unregister_stream(HostStream* stream) {
 }
 
 void HostDevice::synchronize() {
+  refuse_if_capturing("Device::synchronize on " + name());
   std::vector<HostStream*> streams;
   {
     std::lock_guard<std::mutex> lock(streams_mutex_);

@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <utility>
+
+#include "runtime/host/host_graph.hpp"
 
 namespace towers {
 namespace {
@@ -17,7 +20,29 @@ double steady_ms() {
 
 std::uint64_t HostEvent::next_generation() {
   std::lock_guard<std::mutex> lock(mutex_);
+  captured_in_ = nullptr;  // the last record is eager again
   return ++recorded_;
+}
+
+void HostEvent::set_captured(HostCapture* capture, std::vector<int> frontier) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  captured_in_ = capture;
+  captured_frontier_ = std::move(frontier);
+}
+
+HostCapture* HostEvent::captured_in() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return captured_in_;
+}
+
+std::vector<int> HostEvent::captured_frontier() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return captured_frontier_;
+}
+
+void HostEvent::forget_capture(HostCapture* capture) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (captured_in_ == capture) captured_in_ = nullptr;
 }
 
 std::uint64_t HostEvent::recorded_generation() {
@@ -44,11 +69,13 @@ std::exception_ptr HostEvent::wait_for(std::uint64_t generation) {
 }
 
 bool HostEvent::query() {
+  refuse_if_capturing("Event::query");
   std::lock_guard<std::mutex> lock(mutex_);
   return completed_ >= recorded_;
 }
 
 void HostEvent::synchronize() {
+  refuse_if_capturing("Event::synchronize");
   std::exception_ptr error = wait_for(recorded_generation());
   if (error) std::rethrow_exception(error);
 }

@@ -11,10 +11,13 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <vector>
 
 #include "runtime/event.hpp"
 
 namespace towers {
+
+class HostCapture;
 
 /// An event of the host backend. Thread-safe.
 class HostEvent final : public Event {
@@ -32,6 +35,16 @@ class HostEvent final : public Event {
   /// Blocks until `generation` has completed; returns the recording stream's error, if any.
   std::exception_ptr wait_for(std::uint64_t generation);
 
+  /// Graph capture (host_graph.hpp): this event's last record was captured in `capture`
+  /// after the nodes `frontier`. An eager record, or forget_capture(capture), undoes it.
+  void set_captured(HostCapture* capture, std::vector<int> frontier);
+  /// The capture of the last record, or null when it was eager (or none).
+  HostCapture* captured_in();
+  /// The nodes a captured record stands for.
+  std::vector<int> captured_frontier();
+  /// Called when `capture` ends.
+  void forget_capture(HostCapture* capture);
+
  private:
   std::mutex mutex_;
   std::condition_variable completed_cv_;
@@ -39,6 +52,8 @@ class HostEvent final : public Event {
   std::uint64_t completed_ = 0;
   double completed_at_ms_ = 0;
   std::exception_ptr error_;
+  HostCapture* captured_in_ = nullptr;
+  std::vector<int> captured_frontier_;
 };
 
 }  // namespace towers

@@ -8,6 +8,7 @@
 
 #include "runtime/host/host_device.hpp"
 #include "runtime/host/host_event.hpp"
+#include "runtime/host/host_graph.hpp"
 
 namespace towers {
 
@@ -47,6 +48,11 @@ void HostStream::enqueue(Op op) {
 }
 
 void HostStream::enqueue_work(std::string_view name, std::function<void()> work) {
+  if (capture_ != nullptr) {
+    capture_->add_node(*this, name, std::move(work));  // a node of the graph, not run now
+    return;
+  }
+  trace_.count_host_enqueue();
   Op op;
   op.work = std::move(work);
   // Tracing off costs one relaxed load: no clock reads, no strings.
@@ -71,6 +77,11 @@ void HostStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) 
 
 void HostStream::record(Event& event) {
   auto& host_event = dynamic_cast<HostEvent&>(event);
+  if (capture_ != nullptr) {
+    capture_->record(*this, host_event);  // no node: an edge for whoever waits on it
+    return;
+  }
+  trace_.count_host_enqueue();
   const std::uint64_t generation = host_event.next_generation();
   Op op;
   op.always_runs = true;
@@ -83,6 +94,19 @@ void HostStream::record(Event& event) {
 
 void HostStream::wait(Event& event) {
   auto& host_event = dynamic_cast<HostEvent&>(event);
+  HostCapture* recorded_in = host_event.captured_in();
+  if (capture_ != nullptr || recorded_in != nullptr) {
+    if (recorded_in == nullptr || (capture_ != nullptr && recorded_in != capture_)) {
+      throw CaptureError("cannot capture Stream::wait on " + device_.name() + " stream " +
+                         std::to_string(index_) +
+                         ": the event was last recorded outside this capture, and a graph "
+                         "cannot wait for work outside it. Record the event inside the "
+                         "captured step (CUDA: cudaErrorStreamCaptureIsolation)");
+    }
+    recorded_in->wait(*this, host_event);  // joins this stream to the capture if needed
+    return;
+  }
+  trace_.count_host_enqueue();
   const std::uint64_t generation = host_event.recorded_generation();
   if (generation == 0) return;  // never recorded: nothing to wait for, as in CUDA
   Op op;
@@ -95,6 +119,7 @@ void HostStream::wait(Event& event) {
 }
 
 void HostStream::synchronize() {
+  refuse_if_capturing("Stream::synchronize on " + device_.name() + " stream " + std::to_string(index_));
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [&] { return queue_.empty() && !running_op_; });
   if (error_) {
@@ -102,6 +127,17 @@ void HostStream::synchronize() {
     error_ = nullptr;
     std::rethrow_exception(error);
   }
+}
+
+void HostStream::enqueue_always(std::function<std::exception_ptr(std::exception_ptr)> op) {
+  Op always;
+  always.always_runs = true;
+  always.work = [this, op = std::move(op)] {
+    // Runs on this stream's worker, which alone writes error_ while ops run.
+    std::exception_ptr error = op(error_);
+    if (error && !error_) error_ = error;
+  };
+  enqueue(std::move(always));
 }
 
 void HostStream::run(Op& op) {

@@ -22,6 +22,7 @@
 
 namespace towers {
 
+class HostCapture;
 class HostDevice;
 
 /// A stream of the host backend. Enqueue from one host thread at a time.
@@ -39,6 +40,14 @@ class HostStream final : public Stream {
   void record(Event& event) override;
   void wait(Event& event) override;
   void synchronize() override;
+
+  /// Graph capture (host_graph.hpp): while set, this stream's ops become nodes of `capture`.
+  void set_capture(HostCapture* capture) { capture_ = capture; }
+  /// The capture this stream belongs to, or null.
+  HostCapture* capture() const { return capture_; }
+  /// Enqueues `op`, which runs even after an error: it gets this stream's error (null if
+  /// none) and returns the error the stream has after it. Graph replay uses it.
+  void enqueue_always(std::function<std::exception_ptr(std::exception_ptr)> op);
 
  private:
   struct Op {
@@ -63,6 +72,7 @@ class HostStream final : public Stream {
   bool running_op_ = false;
   bool stopping_ = false;
   std::exception_ptr error_;  // first error since the last synchronize
+  HostCapture* capture_ = nullptr;  // set while this stream is being captured (host thread only)
   std::thread worker_;        // last member: starts after everything above exists
 };
 

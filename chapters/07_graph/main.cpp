@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// Chapter 7: the loop runs once.
+// One change from chapter 3: the tower loop leaves the step. It runs once, at start, while
+// the whole step (towers, average_gradients(), update) is captured as a graph, exactly as
+// TF1's `for i in xrange(num_gpus)` runs once while the graph is built. Each step then
+// replays the graph with one host call (sess.run(train_op)). The towers still meet once a
+// step, in average_gradients() on device 0, which waits for each tower's event.
+//
+// Inputs reach the graph through fixed buffers it reads, as TF1's queue ops did: the
+// host refills the pinned global batch and the step's learning rate and decay before each
+// launch, and the graph's first nodes copy them to the devices.
+#include <chrono>
+
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/average.hpp"
+#include "parallel/graph_file.hpp"
+#include "parallel/step_scalars.hpp"
+#include "parallel/tower_loss.hpp"
+#include "parallel/tower_training.hpp"
+#include "runtime/graph.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 7: chapter 3's step captured once as a graph (the tower loop runs "
+               "once), then replayed each step with one host call."};
+  TrainingFlags flags;
+  bool probe = false;
+  std::string save_params;
+  TowerTraining::add_flags(app, flags, probe, save_params);
+  std::string save_graph;
+  app.add_option("--save-graph", save_graph,
+                 "write the captured graph's nodes and dependencies to this file (one line per node)");
+
+  return run_program(app, argc, argv, [&] {
+    TowerTraining training(flags, probe);
+    auto& towers = training.towers();
+    const int num_gpus = training.num_towers();
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    // As chapter 3: the variables live on device 0; every other device holds a copy.
+    Replica& root = *training.replicas()[0];
+    Buffer averages = root.device->allocate(param_bytes);
+    DeviceAverage averager(*root.device, towers);
+    Stream& meet = averager.stream();  // where towers meet, and where the graph is launched
+    for (auto& replica : training.replicas()) {
+      meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
+    }
+    meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
+    meet.synchronize();
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    // Everything the graph touches is allocated before the capture: a graph cannot allocate.
+    StepScalars scalars(*root.device);
+    auto fork = root.device->create_event();
+    for (auto& tower : towers) prepare_for_capture(*tower->stream);
+    int tower_bodies_run = 0;
+
+    const auto capture_started = std::chrono::steady_clock::now();
+    // docs-begin: capture-step
+    auto train_op = capture_graph(training.runtime(), meet, [&] {
+      meet.record(*fork);            // the fork: each tower stream joins the capture here
+      scalars.copy_to_device(meet);  // this step's learning rate and decay, read at replay
+      for (auto& tower : towers) {   // runs once per program, not once per step
+        ++tower_bodies_run;
+        tower->stream->wait(*fork);
+        training.probe(*tower);
+        tower_loss(*tower, training.images(), training.labels());  // a node per op, not run
+        tower->stream->record(*tower->done);
+      }
+      const float* grads = averager.average_gradients();  // waits for each tower: the join
+      apply_gradients(meet, scalars.learning_rate(), grads, root.params.as<float>());
+      update_moving_averages(meet, scalars.decay(), root.params.as<float>(), averages.as<float>());
+      for (auto& replica : training.replicas()) {
+        if (replica.get() != &root) {
+          meet.copy(replica->params.data(), root.params.data(), param_bytes, "broadcast params");
+        }
+      }
+    });
+    // docs-end: capture-step
+    const double capture_ms = 1000.0 * seconds_since(capture_started);
+    save_graph_if_asked(save_graph, *train_op);
+
+    double launch_ms = 0;
+    const auto host_calls_before = training.runtime().trace().host_enqueues();
+    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+      training.begin_step(global_step);  // refills the pinned batch the graph reads
+      // docs-begin: launch-step
+      scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
+      const auto launch_started = std::chrono::steady_clock::now();
+      train_op->launch(meet);  // the whole step: every tower, the average, the update
+      if (global_step > 0 || flags.steps == 1) launch_ms += 1000.0 * seconds_since(launch_started);
+      // docs-end: launch-step
+      training.end_enqueue();
+      training.runtime().synchronize();  // the one wait of the step: read the loss
+      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+    }
+    const auto host_calls = training.runtime().trace().host_enqueues() - host_calls_before;
+
+    const double steps = flags.steps > 0 ? flags.steps : 1;
+    const double timed_launches = flags.steps > 1 ? flags.steps - 1 : 1;  // first step excluded
+    Summary graph_keys;
+    graph_keys.add("graph_nodes", static_cast<long long>(train_op->nodes().size()))
+        .add("capture_ms", capture_ms, 3)
+        .add("host_launch_ms", launch_ms / timed_launches, 4)
+        .add("host_calls_per_step", static_cast<double>(host_calls) / steps, 2)
+        .add("graph_launches", train_op->launches())
+        .add("tower_bodies_run", tower_bodies_run);
+    training.finish("chapter 7: the step as a graph", "device0", graph_keys);
+    Buffer final_params = root.device->allocate_pinned(param_bytes);
+    meet.copy(final_params.data(), root.params.data(), param_bytes);
+    meet.synchronize();
+    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
+    return 0;
+  });
+}

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// Mutant: the meeting stream waits for the last tower only.
+#include "capture_step.hpp"
+
+namespace towers::exercises {
+
+std::unique_ptr<Graph> capture_step(Runtime& runtime, std::span<const StepTower> towers,
+                                    Stream& meet, Event& fork, const TowerLoss& tower_loss,
+                                    const AverageGradients& average_gradients) {
+  return capture_graph(runtime, meet, [&] {
+    meet.record(fork);
+    for (std::size_t i = 0; i < towers.size(); ++i) {
+      towers[i].stream->wait(fork);
+      tower_loss(static_cast<int>(i));
+      towers[i].stream->record(*towers[i].done);
+    }
+    meet.wait(*towers.back().done);
+    average_gradients(meet);
+  });
+}
+
+}  // namespace towers::exercises
