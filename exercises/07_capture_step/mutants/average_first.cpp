@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: the average is enqueued before the meeting stream waits for the towers.
+// mutant: the average is enqueued before the meeting stream waits for the towers.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: the average runs on tower 0's stream instead of the meeting stream.
+// mutant: the average runs on tower 0's stream instead of the meeting stream.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

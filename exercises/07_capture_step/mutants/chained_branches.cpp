@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: each tower waits for the previous tower, so the branches run one after another.
+// mutant: each tower waits for the previous tower, so the branches run one after another.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: the step runs eagerly once and an empty graph is captured afterwards.
+// mutant: the step runs eagerly once and an empty graph is captured afterwards.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: each tower's loss is enqueued twice, as a warm-up and for real.
+// mutant: each tower's loss is enqueued twice, as a warm-up and for real.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

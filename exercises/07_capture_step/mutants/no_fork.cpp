@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: no fork: the tower streams never join, so their work runs eagerly.
+// mutant: no fork: the tower streams never join, so their work runs eagerly.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

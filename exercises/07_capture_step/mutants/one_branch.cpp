@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: only tower 0's stream joins the capture; the other towers run eagerly.
+// mutant: only tower 0's stream joins the capture; the other towers run eagerly.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: each done event is recorded before the tower's work, not after it.
+// mutant: each done event is recorded before the tower's work, not after it.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: the host synchronizes the meeting stream inside the capture.
+// mutant: the host synchronizes the meeting stream inside the capture.
 #include "capture_step.hpp"
 
 namespace towers::exercises {

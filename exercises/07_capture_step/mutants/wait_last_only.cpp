@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Mutant: the meeting stream waits for the last tower only.
+// mutant: the meeting stream waits for the last tower only.
 #include "capture_step.hpp"
 
 namespace towers::exercises {
