@@ -28,11 +28,11 @@ int main(int argc, char** argv) {
                "once), then replayed each step with one host call."};
   TrainingFlags flags;
   bool probe = false;
-  std::string save_params;
-  TowerTraining::add_flags(app, flags, probe, save_params);
+  TowerTraining::add_flags(app, flags, probe);
   std::string save_graph;
   app.add_option("--save-graph", save_graph,
-                 "write the captured graph's nodes and dependencies to this file (one line per node)");
+                 "write the captured graph's nodes and dependencies to this file (one line per node)")
+      ->check(writable_file());
 
   return run_program(app, argc, argv, [&] {
     TowerTraining training(flags, probe);
@@ -49,6 +49,10 @@ int main(int argc, char** argv) {
     }
     meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
     meet.synchronize();
+    training.read_params_with([&](float* out) {
+      meet.copy(out, root.params.data(), param_bytes);
+      meet.synchronize();
+    });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     // Everything the graph touches is allocated before the capture: a graph cannot allocate.
     StepScalars scalars(*root.device);
@@ -83,7 +87,9 @@ int main(int argc, char** argv) {
 
     double launch_ms = 0;
     const auto host_calls_before = training.runtime().trace().host_enqueues();
-    for (int global_step = 0; global_step < flags.steps; ++global_step) {
+    int steps_run = 0;
+    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
+         ++global_step, ++steps_run) {
       training.begin_step(global_step);  // refills the pinned batch the graph reads
       // docs-begin: launch-step
       scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
@@ -97,8 +103,8 @@ int main(int argc, char** argv) {
     }
     const auto host_calls = training.runtime().trace().host_enqueues() - host_calls_before;
 
-    const double steps = flags.steps > 0 ? flags.steps : 1;
-    const double timed_launches = flags.steps > 1 ? flags.steps - 1 : 1;  // first step excluded
+    const double steps = steps_run > 0 ? steps_run : 1;
+    const double timed_launches = steps_run > 1 ? steps_run - 1 : 1;  // first step excluded
     Summary graph_keys;
     graph_keys.add("graph_nodes", static_cast<long long>(train_op->nodes().size()))
         .add("capture_ms", capture_ms, 3)
@@ -106,11 +112,6 @@ int main(int argc, char** argv) {
         .add("host_calls_per_step", static_cast<double>(host_calls) / steps, 2)
         .add("graph_launches", train_op->launches())
         .add("tower_bodies_run", tower_bodies_run);
-    training.finish("chapter 7: the step as a graph", "device0", graph_keys);
-    Buffer final_params = root.device->allocate_pinned(param_bytes);
-    meet.copy(final_params.data(), root.params.data(), param_bytes);
-    meet.synchronize();
-    save_params_if_asked(save_params, final_params.as<float>(), flags.steps);
-    return 0;
+    return training.finish("chapter 7: the step as a graph", "device0", graph_keys);
   });
 }
