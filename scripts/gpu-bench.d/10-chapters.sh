@@ -5,11 +5,11 @@ run_bench "Chapter 1 on the GPU: 600 steps of batch 128, then eval (the tutorial
   $bin/01_single_gpu --backend cuda --steps 600 --batch-size 128 --log-every 100 --eval
 run_bench "Chapter 3 on one GPU: 4 towers on 4 streams, concurrency probe" 90 \
   $bin/03_stream_towers --backend cuda --towers-per-device 4 --steps 20 --batch-size 32 --log-every 10 --probe
-expect rendezvous=met towers=4
+expect rendezvous=met probe_concurrent_towers=4 towers=4
 # The serial loop waits for each tower before starting the next: the probe must time out.
 run_bench "Chapter 2 on one GPU: 4 towers, serial loop, concurrency probe" 90 \
   $bin/02_serial_towers --backend cuda --towers-per-device 4 --steps 20 --batch-size 32 --log-every 10 --probe
-expect rendezvous=timeout max_concurrent_towers=1
+expect rendezvous=timeout probe_concurrent_towers=1 max_concurrent_towers=1
 run_bench "Chapter 4 on one GPU (NCCL with one rank)" 90 \
   $bin/04_nccl_iterator --backend cuda --steps 20 --batch-size 32 --log-every 10
 expect allreduce=nccl
@@ -17,4 +17,4 @@ expect allreduce=nccl
 run_bench "Chapter 4 on one GPU, 4 towers (the ring inside a chapter), concurrency probe" 90 \
   $bin/04_nccl_iterator --backend cuda --devices 1 --towers-per-device 4 --steps 20 --batch-size 32 \
   --log-every 10 --probe
-expect rendezvous=met allreduce=ring towers=4
+expect rendezvous=met probe_concurrent_towers=4 allreduce=ring towers=4

@@ -37,8 +37,8 @@ TowerIterator::TowerIterator(const Dataset& data, const IteratorOptions& options
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     slots_[s].pinned = device.allocate_pinned(slot_bytes);
     slots_[s].device = device.allocate(slot_bytes);
-    slots_[s].ready = device.create_event();
-    slots_[s].consumed = device.create_event();
+    slots_[s].ready = device.create_wait_event();
+    slots_[s].consumed = device.create_wait_event();
     free_.push_back(static_cast<int>(s));
   }
   copy_stream_ = device.create_stream();

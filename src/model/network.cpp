@@ -84,29 +84,41 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   auto p = [params](const char* name) { return params + parameter(name).offset; };
   const int b = batch_size;
   const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
+  // Each layer's ops are traced under its name ("conv1 gemm"), as TF's name scopes.
+  s.set_scope("conv1");
   conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
                conv1.as<float>());
   // Block 1: pool, then normalize.
+  s.set_scope("pool1");
   ops::max_pool_forward_fast(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
                         pool1_argmax.as<int>());
+  s.set_scope("norm1");
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
                    norm1_scale.as<float>());
+  s.set_scope("conv2");
   conv_forward(s, norm1.as<float>(), in2, p("conv2/weights"), p("conv2/biases"), 64,
                col2.as<float>(), conv2.as<float>());
   // Block 2: normalize, then pool.
+  s.set_scope("norm2");
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
                    norm2_scale.as<float>());
+  s.set_scope("pool2");
   ops::max_pool_forward_fast(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
   // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
+  s.set_scope("local3");
   dense_forward(s, pool2.as<float>(), kFlat, p("local3/weights"), p("local3/biases"), 384, true,
                 local3.as<float>());
+  s.set_scope("local4");
   dense_forward(s, local3.as<float>(), 384, p("local4/weights"), p("local4/biases"), 192, true,
                 local4.as<float>());
+  s.set_scope("softmax_linear");
   dense_forward(s, local4.as<float>(), 192, p("softmax_linear/weights"),
                 p("softmax_linear/biases"), kClasses, false, logits.as<float>());
+  s.set_scope("");
 }
 
 void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
+  s.set_scope("loss");
   float* l = losses.as<float>();
   // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
   // also leaves dlogits, the gradient of that mean, for the backward pass.
@@ -125,6 +137,7 @@ void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
   // total = cross-entropy + weight decay, left on the device.
   s.copy(l + kTotalLoss, l + kCrossEntropy, sizeof(float), "copy_loss");
   ops::axpy(s, 1, 1.0f, l + kWeightDecay, l + kTotalLoss);
+  s.set_scope("");
 }
 
 // ---- Network: the public face, forwarding to Impl ----

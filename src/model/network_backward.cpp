@@ -32,19 +32,24 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   float* ga = grad_a.as<float>();
   float* gb = grad_b.as<float>();
 
+  // Ops are traced under the layer whose gradient they compute ("conv2 grad gemm").
   // softmax_linear: logits = local4 w + b, no ReLU.
+  s.set_scope("softmax_linear grad");
   linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"),
                   dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
   // local4 = relu(local3 w + b)
+  s.set_scope("local4 grad");
   ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
   linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
                   g("local4/weights"), g("local4/biases"), gb);
   // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
+  s.set_scope("local3 grad");
   ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
   linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
                   g("local3/weights"), g("local3/biases"), ga);
 
+  s.set_scope("weight_decay grad");
   // Weight decay adds wd * w to each decayed weight's gradient (d/dw of wd * w^2 / 2).
   for (const ParameterView& view : parameter_layout()) {
     if (view.weight_decay == 0.0f) continue;
@@ -54,9 +59,12 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
 
   // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
   const Nhwc shape2{b, 12, 12, 64};
+  s.set_scope("pool2 grad");
   ops::max_pool_backward_fast(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
+  s.set_scope("norm2 grad");
   ops::lrn_backward(s, shape2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
                     norm2_scale.as<float>(), gb, ga);                  // dconv2
+  s.set_scope("conv2 grad");
   ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
   // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites col2,
   // which is no longer needed once dw2 has been computed (the stream keeps that order).
@@ -66,14 +74,18 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   ops::col2im_fast(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
 
   // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
+  s.set_scope("norm1 grad");
   ops::lrn_backward(s, shape2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
                     norm1_scale.as<float>(), gb, ga);  // dpool1
   const Nhwc shape1{b, 24, 24, 64};
+  s.set_scope("pool1 grad");
   ops::max_pool_backward_fast(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
+  s.set_scope("conv1 grad");
   ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
   linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
                   p("conv1/weights"), gb,
                   g("conv1/weights"), g("conv1/biases"), nullptr);
+  s.set_scope("");
 }
 
 }  // namespace towers::model

@@ -68,7 +68,7 @@ class RingAllReduce final : public AllReduce {
       // At least one float: a zero-byte cudaMalloc may return no address at all.
       receive_.push_back(device.allocate(std::max<std::size_t>(chunk, 1) * sizeof(float)));
       done_.emplace_back();
-      for (int g = 0; g <= steps(); ++g) done_.back().push_back(device.create_event());
+      for (int g = 0; g <= steps(); ++g) done_.back().push_back(device.create_wait_event());
     }
     for (int s = 1; s < n; ++s) {
       const std::string of = std::to_string(s) + "/" + std::to_string(n - 1);

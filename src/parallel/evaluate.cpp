@@ -22,7 +22,7 @@ Precision evaluate(Device& device, Stream& stream, model::Network& network, cons
   Buffer images = device.allocate(image_floats * sizeof(float));
   Buffer labels = device.allocate(batch * sizeof(std::int32_t));
   Buffer correct = device.allocate_pinned(num_iter * sizeof(float));
-  auto copied = device.create_event();
+  auto copied = device.create_wait_event();
   std::vector<std::size_t> indices(batch);
   for (long long step = 0; step < num_iter; ++step) {
     const int slot = step % 2;

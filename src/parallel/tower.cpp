@@ -53,7 +53,7 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
       tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size);
       tower->grads = tower->device->allocate(param_bytes);
       tower->losses = tower->device->allocate_pinned(sizeof(float) * model::kLossCount);
-      tower->done = tower->device->create_event();
+      tower->done = tower->device->create_wait_event();
       set.towers.push_back(std::move(tower));
     }
   } catch (const OutOfMemory& e) {

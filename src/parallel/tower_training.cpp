@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/tower_training.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -15,8 +16,9 @@ namespace towers {
 void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) {
   add_training_flags(app, flags, /*with_towers=*/true);
   app.add_flag("--probe", probe,
-               "prove concurrency in step 0 with a rendezvous across the towers "
-               "(summary key rendezvous=met|timeout; none when step 0 did not run)");
+               "prove concurrency with a rendezvous across the towers in step 1, after "
+               "step 0 has warmed up (step 0 with --steps 1; summary key "
+               "rendezvous=met|timeout; none when that step did not run)");
   app.add_option("--save-params", flags.save_params,
                  "write the final parameters to this file (checkpoint format), to compare runs")
       ->check(writable_file());
@@ -27,7 +29,6 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);
-  runtime_->trace().set_enabled(true);
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
   const int global_batch = num_towers() * flags.layout.batch_size;
@@ -57,11 +58,30 @@ void TowerTraining::begin_step(int step) {
   step_start_ = std::chrono::steady_clock::now();
   if (queue_) queue_->dequeue(images_.as<float>(), labels_.as<std::int32_t>());
   runtime_->trace().set_step(step);
+  runtime_->trace().set_enabled(traces_step(step));
   enqueue_start_us_ = runtime_->trace().now_us();
 }
 
+namespace {
+
+// The step the probe runs in: the first after the warm-up step, when there is one.
+int probe_step(int steps) { return steps > 1 ? 1 : 0; }
+
+}  // namespace
+
+bool TowerTraining::traces_step(int step) const {
+  if (runtime_->backend() == Backend::kHost) return true;
+  if (!flags_.trace_files.json.empty() || !flags_.trace_files.svg.empty()) return true;
+  return step == probe_step(flags_.steps) || step == flags_.steps - 1;
+}
+
 void TowerTraining::probe(Tower& tower) {
-  if (rendezvous_ && step_ == 0) {
+  // Not in step 0 when there is a step 1: step 0 is the warm-up, where every kernel and
+  // cuBLAS routine runs for the first time and cuBLAS handles are made. A first launch may
+  // need a device-wide synchronization (module loading, workspace allocation), which would
+  // wait for tower 0's spinning probe while tower 1's probe is not yet enqueued: a false
+  // timeout. (The cuda backend also loads modules eagerly: runtime/cuda/cuda_backend.cpp.)
+  if (rendezvous_ && step_ == probe_step(flags_.steps)) {
     rendezvous_->enqueue(*tower.stream);
     probed_ = true;
   }
@@ -72,7 +92,10 @@ void TowerTraining::end_enqueue() { runtime_->trace().add_host_span("enqueue", e
 void TowerTraining::end_step(int step, float loss) {
   last_loss_ = loss;
   log_->step_done(step, loss, seconds_since(step_start_));
+  // Outside step_ms, so reported on its own: trace_collect_ms.
+  const auto collect_start = std::chrono::steady_clock::now();
   traces_->collect(step);
+  trace_collect_seconds_ += seconds_since(collect_start);
   if (read_params_ && parameter_check_due(step + 1)) {
     host_params_.resize(model::kNumParameters);
     read_params_(host_params_.data());
@@ -103,7 +126,14 @@ int TowerTraining::finish(const std::string& title, const std::string& towers_me
   written &= write_output([&] { traces_->write_trace_files(title); });
   Summary summary = tower_summary(flags_, *runtime_, num_towers(), *traces_, *log_, last_loss_);
   summary.add("towers_meet", towers_meet);
-  if (rendezvous_) summary.add("rendezvous", !probed_ ? "none" : rendezvous_->all_met() ? "met" : "timeout");
+  summary.add("trace_collect_ms", trace_collect_seconds_ * 1000.0 / std::max(1, log_->steps()), 3);
+  if (rendezvous_) {
+    // Evidence that the towers' kernels ran at the same time, counted by the probe kernels
+    // themselves on the device: on cuda, unlike max_concurrent_towers, it cannot be
+    // produced by work that only sat queued on a stream.
+    summary.add("rendezvous", !probed_ ? "none" : rendezvous_->all_met() ? "met" : "timeout")
+        .add("probe_concurrent_towers", rendezvous_->max_present());
+  }
   if (stop_->requested()) summary.add("stopped_by", std::string(stop_->signal_name()));
   summary.append(extra).print();
   return stop_->exit_status(written ? 0 : 1);

@@ -85,9 +85,15 @@ class TowerTraining {
   /// The global batch's labels [towers * B], pinned host memory.
   const std::int32_t* labels() const { return labels_.as<std::int32_t>(); }
 
-  /// With --probe, enqueues a rendezvous on the tower's stream during step 0: it completes
+  /// With --probe, enqueues a rendezvous on the tower's stream during step 1 (step 0 when
+  /// --steps is 1), after step 0 has warmed up every kernel and cuBLAS handle: it completes
   /// only if all towers are running at once (then "met"), else it times out. No-op otherwise.
   void probe(Tower& tower);
+  /// Whether the ops of `step` are traced. Host backend: every step (a span costs two
+  /// clock reads). cuda: every step when a trace file was asked for; otherwise only the
+  /// probe's step and the last, since a traced op costs two CUDA events, their records and
+  /// a resolve — microseconds of host time per op, as long as the GPU work at small batches.
+  bool traces_step(int step) const;
 
   /// Marks the end of enqueueing (a host span "enqueue" in the trace).
   void end_enqueue();
@@ -123,6 +129,7 @@ class TowerTraining {
   std::vector<float> host_params_;  // where read_params_ copies to
   std::chrono::steady_clock::time_point step_start_;
   double enqueue_start_us_ = 0;
+  double trace_collect_seconds_ = 0;  // reading and analysing the trace, all steps
   int step_ = 0;
   float last_loss_ = 0;
 };

@@ -99,9 +99,15 @@ void StepTraces::collect(int step) {
 }
 
 double StepTraces::mean_overlap() const {
+  // Over the steps whose device work was traced (on cuda, not every step is).
   double sum = 0;
-  for (const auto& s : steps_) sum += s.overlap;
-  return steps_.empty() ? 0 : sum / steps_.size();
+  int traced = 0;
+  for (const auto& s : steps_) {
+    if (s.tower_busy_ms <= 0) continue;
+    sum += s.overlap;
+    ++traced;
+  }
+  return traced == 0 ? 0 : sum / traced;
 }
 
 double StepTraces::mean_host_enqueue_ms() const {

@@ -70,7 +70,7 @@ class StepTraces {
   }
   /// Max over steps of max_concurrent_towers; mean overlap and host enqueue time.
   int max_concurrent_towers() const { return max_concurrent_; }
-  /// Mean over steps of the overlap fraction.
+  /// Mean of the overlap fraction over the steps whose device work was traced.
   double mean_overlap() const;
   /// Mean host enqueue time per step, the first (warm-up) step excluded.
   double mean_host_enqueue_ms() const;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace towers {
@@ -45,6 +46,14 @@ class Stream {
   void set_tower(int tower) { tower_ = tower; }
   /// The tower later ops are tagged with; -1: none.
   int tower() const { return tower_; }
+  /// Prefixes the traced names of later ops, as tf.name_scope does: under "conv2" a
+  /// "gemm" is traced as "conv2 gemm", so a trace tells the model's 14 products apart.
+  /// Empty (the default): no prefix.
+  void set_scope(std::string scope) { scope_ = std::move(scope); }
+  /// `name` as the trace records it under the current scope.
+  std::string traced_name(std::string_view name) const {
+    return scope_.empty() ? std::string(name) : scope_ + " " + std::string(name);
+  }
 
   /// Enqueues one op named `name`. The host backend queues `host` for this stream's
   /// worker thread; the cuda backend calls `cuda` now to launch kernels on this stream.
@@ -73,6 +82,7 @@ class Stream {
 
  protected:
   int tower_ = -1;  ///< see set_tower()
+  std::string scope_;  ///< see set_scope()
 };
 
 }  // namespace towers

@@ -25,6 +25,7 @@ TEST(SerialTowers, RendezvousAcrossTowersTimesOut) {
   auto r = run("02_serial_towers", kSmall + "--devices 2 --steps 1 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("rendezvous"), "timeout") << r.output;
+  EXPECT_EQ(r.last("probe_concurrent_towers"), "1") << r.output;
 }
 
 TEST(SerialTowers, StaysSerialWithSeveralTowersOnOneDevice) {

@@ -41,6 +41,7 @@ TEST(StreamTowers, SeveralTowersOnOneDeviceOverlapToo) {
   auto r = run("03_stream_towers", kSmall + "--steps 2 --devices 1 --towers-per-device 2 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+  EXPECT_EQ(r.last("probe_concurrent_towers"), "2") << r.output;
   EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
 }
 

@@ -104,6 +104,31 @@ TEST(Network, PredictCountsTop1HitsOfTheLogits) {
   EXPECT_EQ(io.download(net.correct_count(), 1)[0], static_cast<float>(expected));
 }
 
+TEST(Network, TracedOpsNameTheirLayer) {
+  // The 14 products of a step are told apart in the trace: "conv2 gemm" for the forward
+  // product, "conv2 grad gemm" for conv2's two backward products; no op is left unscoped.
+  DeviceIo io(Backend::kHost);
+  constexpr int kBatch = 2;
+  const Batch batch = synthetic_batch(io, kBatch, 3);
+  float* params = initial_params(io, 1);
+  float* grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  Network net(io.device(), kBatch);
+  io.runtime().trace().set_enabled(true);
+  net.forward_backward(io.stream(), params, batch.images, batch.labels, grads);
+  io.stream().synchronize();
+  io.runtime().trace().set_enabled(false);
+  int gemms = 0, conv2_forward = 0, conv2_backward = 0;
+  for (const TraceEvent& e : io.runtime().trace().take()) {
+    EXPECT_NE(e.name.find(' '), std::string::npos) << "op without a layer: " << e.name;
+    if (e.name.size() >= 4 && e.name.compare(e.name.size() - 4, 4, "gemm") == 0) ++gemms;
+    conv2_forward += e.name == "conv2 gemm";
+    conv2_backward += e.name == "conv2 grad gemm";
+  }
+  EXPECT_EQ(gemms, 14) << "5 forward products, 9 backward (conv1 needs no dx)";
+  EXPECT_EQ(conv2_forward, 1);
+  EXPECT_EQ(conv2_backward, 2) << "dw and dx";
+}
+
 TEST(Network, RejectsABadBatchSizeAndActivationName) {
   DeviceIo io(Backend::kHost);
   EXPECT_THROW(Network(io.device(), 0), std::invalid_argument);

@@ -53,6 +53,29 @@ TEST_P(Events, ElapsedTimeMeasuresDeviceWork) {
   EXPECT_GE(end->elapsed_ms_since(*start), 45.0f);
 }
 
+TEST_P(Events, WaitOnlyEventsOrderWorkLikeTimedOnes) {
+  // create_wait_event(): cudaEventDisableTiming on a GPU, for events only waited on.
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  auto producer = rt->device(0).create_stream();
+  auto consumer = rt->device(0).create_stream();
+  auto ready = rt->device(0).create_wait_event();
+  Buffer in = rt->device(0).allocate_pinned(sizeof(int));
+  Buffer out = rt->device(0).allocate_pinned(sizeof(int));
+  Buffer on_device = rt->device(0).allocate(sizeof(int));
+  *in.as<int>() = 7;
+  *out.as<int>() = 0;
+  busy_kernel(*producer, 50);
+  producer->copy(on_device.data(), in.data(), sizeof(int));
+  producer->record(*ready);
+  consumer->wait(*ready);
+  consumer->copy(out.data(), on_device.data(), sizeof(int));
+  consumer->synchronize();
+  EXPECT_EQ(*out.as<int>(), 7);
+  if (GetParam() == Backend::kCuda) {
+    EXPECT_THROW((void)ready->elapsed_ms_since(*ready), std::logic_error) << "it has no timing";
+  }
+}
+
 TEST_P(Events, WaitingOnAnEventNeverRecordedDoesNotBlock) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);
   auto stream = rt->device(0).create_stream();

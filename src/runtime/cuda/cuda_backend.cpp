@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -17,6 +18,13 @@ namespace towers {
 bool cuda_compiled() { return true; }
 
 int probe_cuda_device_count() {
+  // The first CUDA call of a program, so the last moment to choose how CUDA loads
+  // kernels. Eager: every kernel of the program is loaded now, not at its first launch.
+  // With lazy loading (CUDA 12's default) a first launch can need a context-wide
+  // synchronization, which could stall behind the concurrency probe's spinning kernel and
+  // make the rendezvous time out for a reason that is not the schedule. A user's own
+  // setting wins (overwrite = 0).
+  setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   int count = 0;
   // Without a GPU or driver this fails (cudaErrorInsufficientDriver, or NoDevice), and
   // the error is sticky: we ask once and never touch CUDA again. Not an error for us.

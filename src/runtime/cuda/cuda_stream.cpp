@@ -38,7 +38,7 @@ void CudaStream::traced(std::string_view name, Enqueue&& enqueue) {
   }
   auto start = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
   auto end = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
-  const std::string label(name);
+  const std::string label = traced_name(name);
   CUDA_CHECK(cudaEventRecord(start->handle(), stream_));
   nvtxRangePushA(label.c_str());  // Nsight Systems shows the same names as our trace
   enqueue();

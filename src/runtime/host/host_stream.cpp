@@ -58,7 +58,7 @@ void HostStream::enqueue_work(std::string_view name, std::function<void()> work)
   // Tracing off costs one relaxed load: no clock reads, no strings.
   if (trace_.enabled()) {
     op.traced = true;
-    op.span = TraceEvent{device_.index(), index_, tower(), trace_.step(), std::string(name), 0, 0};
+    op.span = TraceEvent{device_.index(), index_, tower(), trace_.step(), traced_name(name), 0, 0};
   }
   enqueue(std::move(op));
 }
