@@ -21,7 +21,8 @@ void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe,
                  "write the final parameters to this file (checkpoint format), to compare runs");
 }
 
-TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input)
+TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input,
+                             int job_towers)
     : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
@@ -29,7 +30,8 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   runtime_->trace().set_enabled(true);
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
-  const int global_batch = num_towers() * flags.layout.batch_size;
+  job_towers_ = job_towers > 0 ? job_towers : num_towers();
+  const int global_batch = job_towers_ * flags.layout.batch_size;
   Device& host_side = runtime_->device(0);
   if (input == TowerInput::kGlobalBatch) {
     queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
@@ -38,7 +40,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);
   model::initialize_parameters(flags.seed, initial_params());
-  log_ = std::make_unique<StepLog>(global_batch, num_towers(), flags.log_every, flags.steps);
+  log_ = std::make_unique<StepLog>(global_batch, job_towers_, flags.log_every, flags.steps);
   traces_ = std::make_unique<StepTraces>(*runtime_, flags.trace_files);
   if (probe) {
     rendezvous_ = std::make_unique<Rendezvous>(*runtime_, num_towers(), std::chrono::milliseconds(500));
@@ -74,8 +76,12 @@ void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>
 }
 
 void TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {
-  traces_->print_last_timeline(title);
-  Summary summary = tower_summary(flags_, *runtime_, num_towers(), *traces_, *log_, last_loss_);
+  print_timeline(title);
+  print_summary(towers_meet, std::move(extra));
+}
+
+void TowerTraining::print_summary(const std::string& towers_meet, Summary extra) {
+  Summary summary = tower_summary(flags_, *runtime_, job_towers_, *traces_, *log_, last_loss_);
   summary.add("towers_meet", towers_meet);
   if (rendezvous_) summary.add("rendezvous", rendezvous_->all_met() ? "met" : "timeout");
   summary.append(extra).print();

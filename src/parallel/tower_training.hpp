@@ -38,8 +38,10 @@ class TowerTraining {
   /// Builds runtime, towers and input; gives each simulated device one op thread.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
   /// feeds its towers from train_set()), and images()/labels() return null.
+  /// `job_towers` is how many towers train together, for the log's examples/sec and the
+  /// summary's `towers`: 0 means this process's towers; chapter 5 gives the rank count.
   TowerTraining(const TrainingFlags& flags, bool probe,
-                TowerInput input = TowerInput::kGlobalBatch);
+                TowerInput input = TowerInput::kGlobalBatch, int job_towers = 0);
   /// Waits for nothing: the chapter synchronizes before it finishes.
   ~TowerTraining();
 
@@ -85,8 +87,21 @@ class TowerTraining {
   /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.
   void watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch);
 
-  /// Prints the last step's timeline and the summary line (plus `extra` keys).
+  /// Has finish() merge the spans before it draws and writes them (chapter 5 gathers
+  /// every rank's spans to rank 0, see StepTraces::set_merge).
+  void set_trace_merge(TraceMerge merge, bool write_files_here) {
+    traces_->set_merge(std::move(merge), write_files_here);
+  }
+
+  /// Prints the last step's timeline and the summary line (plus `extra` keys): the two
+  /// calls below, in order.
   void finish(const std::string& title, const std::string& towers_meet, Summary extra = {});
+  /// Prints the last step's timeline and writes the trace files.
+  void print_timeline(const std::string& title) { traces_->print_last_timeline(title); }
+  /// The last step's spans as the timeline drew them (merged, with a trace merge).
+  const std::vector<TraceEvent>& drawn_events() const { return traces_->drawn_events(); }
+  /// Prints the summary line (plus `extra` keys).
+  void print_summary(const std::string& towers_meet, Summary extra = {});
 
  private:
   TrainingFlags flags_;
@@ -102,6 +117,7 @@ class TowerTraining {
   double enqueue_start_us_ = 0;
   int step_ = 0;
   float last_loss_ = 0;
+  int job_towers_ = 0;
 };
 
 /// Saves `params` (host, kNumParameters floats) as a checkpoint file at `path` when

@@ -100,9 +100,12 @@ double StepTraces::mean_host_enqueue_ms() const {
   return sum / (steps_.size() - 1);
 }
 
-void StepTraces::print_last_timeline(const std::string& title) const {
-  std::printf("\n%s", render_timeline(last_events_, {64, title + " (last step)", 0}).c_str());
-  write_trace_files(files_, all_, title + " (all steps)");
+void StepTraces::print_last_timeline(const std::string& title) {
+  const bool files = !files_.json.empty() || !files_.svg.empty();
+  drawn_ = merge_ ? merge_(last_events_) : last_events_;
+  const std::vector<TraceEvent> all = merge_ && files ? merge_(all_) : all_;
+  std::printf("\n%s", render_timeline(drawn_, {64, title + " (last step)", 0}).c_str());
+  if (write_files_here_) write_trace_files(files_, all, title + " (all steps)");
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
