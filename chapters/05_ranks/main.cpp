@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
     TowerTraining training(flags, /*probe=*/false, TowerInput::kOwnIterators, job.size());
     Tower& tower = *training.towers()[0];
     const int num_gpus = job.size();  // the tutorial's name: how many towers train together
-    std::printf("rank 0 of %d ranks (%d on this machine); rank 0's tower is on %s device %d\n",
+    std::printf("%d rank(s), %d on this machine; rank 0 trains tower 0 on %s device %d\n",
                 job.size(), job.local_size(), std::string(to_string(training.runtime().backend())).c_str(),
                 tower.device->index());
     const std::size_t param_bytes = kNumParameters * sizeof(float);

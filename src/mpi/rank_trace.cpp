@@ -37,11 +37,37 @@ void parse_into(const std::string& text, int rank, std::vector<TraceEvent>& even
 }  // namespace
 
 double clock_offset_us(const MpiJob& job, const Trace& trace) {
-  MPI_CHECK(MPI_Barrier(job.comm()));
-  const double mine = trace.now_us();  // every rank reads its clock as it leaves the barrier
-  double rank0 = mine;
-  MPI_CHECK(MPI_Bcast(&rank0, 1, MPI_DOUBLE, 0, job.comm()));
-  return rank0 - mine;
+  constexpr int kRounds = 8;
+  const int tag = 7;
+  double offset = 0;
+  MPI_CHECK(MPI_Barrier(job.comm()));  // start together, so nobody waits long below
+  if (job.rank() == 0) {
+    // Rank 0 asks each rank in turn for its clock, kRounds times.
+    for (int r = 1; r < job.size(); ++r) {
+      double best_round_trip = 1e300, best_offset = 0;
+      for (int k = 0; k < kRounds; ++k) {
+        const double sent = trace.now_us();
+        double theirs = 0;
+        MPI_CHECK(MPI_Send(&sent, 1, MPI_DOUBLE, r, tag, job.comm()));
+        MPI_CHECK(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, tag, job.comm(), MPI_STATUS_IGNORE));
+        const double received = trace.now_us();
+        if (received - sent < best_round_trip) {  // the quickest exchange was least disturbed
+          best_round_trip = received - sent;
+          best_offset = (sent + received) / 2 - theirs;
+        }
+      }
+      MPI_CHECK(MPI_Send(&best_offset, 1, MPI_DOUBLE, r, tag, job.comm()));
+    }
+  } else {
+    for (int k = 0; k < kRounds; ++k) {
+      double sent = 0;
+      MPI_CHECK(MPI_Recv(&sent, 1, MPI_DOUBLE, 0, tag, job.comm(), MPI_STATUS_IGNORE));
+      const double mine = trace.now_us();
+      MPI_CHECK(MPI_Send(&mine, 1, MPI_DOUBLE, 0, tag, job.comm()));
+    }
+    MPI_CHECK(MPI_Recv(&offset, 1, MPI_DOUBLE, 0, tag, job.comm(), MPI_STATUS_IGNORE));
+  }
+  return offset;
 }
 
 std::vector<TraceEvent> gather_rank_events(const MpiJob& job, const std::vector<TraceEvent>& mine,

@@ -2,11 +2,13 @@
 // One trace for the whole job: every rank's spans, gathered to rank 0 on one clock.
 //
 // Each rank's Trace counts microseconds from its own start, so rank r's times must be
-// shifted onto rank 0's. The offset is estimated once with a barrier: all ranks leave
-// MPI_Barrier at nearly the same moment (within the barrier's exit skew, microseconds on
-// one machine, tens of microseconds across a network), read their clocks, and rank 0
-// gathers the readings: offset_r = t_0 - t_r. Good enough to see ranks meet in the
-// all-reduce; not a precise clock sync (that would take several round trips, as NTP does).
+// shifted onto rank 0's. The offset is estimated once, after a barrier, the way
+// Cristian's algorithm (and NTP) does: rank 0 sends its clock reading t0 to rank r, r
+// answers with its own reading tr, rank 0 reads t1 on receipt; then r's clock read tr at
+// about (t0 + t1) / 2 of rank 0's, so offset_r = (t0 + t1) / 2 - tr, wrong by at most half
+// the round trip. Of 8 exchanges the quickest is kept: a rank descheduled in between (a
+// loaded machine) makes a slow exchange, not a wrong one. Microseconds on one machine,
+// tens across a network: enough to see ranks meet in the all-reduce.
 //
 // In the gathered trace rank r's device spans are put on device r, so the Chrome trace
 // has one process per rank ("rank r", see TraceFiles::process_label) and the ASCII
