@@ -13,13 +13,15 @@ foreach(var NAME PROGRAM OUT_DIR SOURCE_DIR BINARY_DIR)
   endif()
 endforeach()
 separate_arguments(args UNIX_COMMAND "${ARGS}")
+# LAUNCHER (optional): what starts the program, e.g. "mpiexec -n 2" for chapter 5's ranks.
+separate_arguments(launcher UNIX_COMMAND "${LAUNCHER}")
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(txt ${OUT_DIR}/${NAME}.txt)
 set(svg ${OUT_DIR}/${NAME}.svg)
 file(REMOVE ${txt} ${svg} ${OUT_DIR}/${NAME}.stamp)
 
 execute_process(
-  COMMAND ${PROGRAM} --backend host ${args} --trace-svg ${svg}
+  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace-svg ${svg}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
@@ -35,6 +37,15 @@ string(REPLACE "${OUT_DIR}/" "" out "${out}")
 file(WRITE ${txt} "${out}")
 
 file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+set(shown_launcher "")
+if(launcher)
+  list(GET launcher 0 launcher_program)
+  get_filename_component(launcher_name ${launcher_program} NAME)  # mpiexec, not its path
+  list(SUBLIST launcher 1 -1 launcher_args)
+  list(FILTER launcher_args EXCLUDE REGEX "^--allow-run-as-root$")  # this machine's detail
+  string(JOIN " " shown_launcher ${launcher_name} ${launcher_args})
+  string(APPEND shown_launcher " ")
+endif()
 execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
                 ERROR_QUIET RESULT_VARIABLE git_rc)
@@ -48,7 +59,7 @@ file(SHA256 ${svg} svg_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_program} --backend host ${ARGS}
+command=${shown_launcher}${shown_program} --backend host ${ARGS}
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}
