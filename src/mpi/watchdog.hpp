@@ -35,7 +35,9 @@ class Watchdog {
   /// While alive, the collective `what` of step `step` is being waited for.
   class Scope {
    public:
+    /// Starts the clock of collective `what` of step `step` (-1: no step) on `watchdog`.
     Scope(Watchdog& watchdog, std::string what, int step);
+    /// The collective finished: stops the clock.
     ~Scope();
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;

@@ -41,6 +41,8 @@ namespace towers {
 /// Averages one flat float buffer per rank, in place, across the ranks of a job.
 class RankAllReduce {
  public:
+  /// Frees what the implementation set up (the NCCL communicator). Destroy it only after
+  /// the streams it enqueued on have finished.
   virtual ~RankAllReduce();
   /// Enqueues averaging buffer[0..count) across the ranks on `stream` (the tower's), for
   /// global step `step` (named in the watchdog's message); returns at once.
