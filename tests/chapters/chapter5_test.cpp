@@ -36,7 +36,7 @@ struct RankRun : testing::ProgramRun {
 RankRun run_ranks(int ranks, const std::string& args, int timeout_s = 90) {
   const auto start = std::chrono::steady_clock::now();
   RankRun result;
-  const std::string command = "timeout " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
+  const std::string command = "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
                               " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
                               " " TOWERS_BIN_DIR "/05_ranks " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
