@@ -10,6 +10,7 @@
 // calls the real function, PMPI_<name>. E is the largest |result - mean| against the mean
 // computed in double; M the elements whose bits differ from chapter 4's ring order.
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -74,6 +75,9 @@ float ring_order_mean(std::size_t i, int n, int c, bool ints) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  // A ring with a mistake can leave ranks waiting for a message that never comes. Each
+  // rank ends itself after 15 s (SIGALRM), so a wrong solution fails instead of hanging.
+  alarm(15);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int n = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &n);
