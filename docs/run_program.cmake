@@ -14,6 +14,8 @@ foreach(var NAME PROGRAM OUT_DIR SOURCE_DIR BINARY_DIR)
   endif()
 endforeach()
 separate_arguments(args UNIX_COMMAND "${ARGS}")
+# LAUNCHER (optional): what starts the program, e.g. "mpiexec -n 2" for chapter 5's ranks.
+separate_arguments(launcher UNIX_COMMAND "${LAUNCHER}")
 file(MAKE_DIRECTORY ${OUT_DIR})
 set(txt ${OUT_DIR}/${NAME}.txt)
 set(svg ${OUT_DIR}/${NAME}.svg)
@@ -21,7 +23,7 @@ set(json ${OUT_DIR}/${NAME}.json)
 file(REMOVE ${txt} ${svg} ${json} ${OUT_DIR}/${NAME}.stamp)
 
 execute_process(
-  COMMAND ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
+  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
@@ -40,10 +42,7 @@ endif()
 string(REPLACE "${OUT_DIR}/" "" out "${out}")
 file(WRITE ${txt} "${out}")
 
-# The command as typed from the checkout's root (build/bin/NAME), when the build is in it.
-file(RELATIVE_PATH shown_program ${SOURCE_DIR} ${PROGRAM})
-if(shown_program MATCHES "^\\.\\./")
-  file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
 endif()
 execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
@@ -59,7 +58,7 @@ file(SHA256 ${json} json_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_program} --backend host ${ARGS} --trace ${NAME}.json --trace-svg ${NAME}.svg
+  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}

@@ -84,7 +84,7 @@ void add_trace_flags(CLI::App& app, TraceFiles& files) {
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,
                        const std::string& title) {
   if (!files.json.empty()) {
-    write_text_file(files.json, chrome_trace_json(events));
+    write_text_file(files.json, chrome_trace_json(events, files.process_label));
     std::printf("trace: wrote %s (open it at https://ui.perfetto.dev)\n", files.json.c_str());
   }
   if (!files.svg.empty()) {

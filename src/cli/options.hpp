@@ -44,6 +44,7 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
 struct TraceFiles {
   std::string json;  ///< --trace FILE.json (Chrome trace, opens in Perfetto)
   std::string svg;   ///< --trace-svg FILE.svg
+  std::string process_label = "device";  ///< Chrome-trace process names; chapter 5: "rank"
 };
 
 /// Adds `--trace FILE.json` and `--trace-svg FILE.svg`, both checked writable() at parse

@@ -26,7 +26,7 @@ double covered_us(double start, double end, const std::vector<Interval>& cover) 
 }  // namespace
 
 bool is_allreduce_op(const std::string& name) {
-  return name.rfind("ring ", 0) == 0 || name == "nccl allreduce";
+  return name.rfind("ring ", 0) == 0 || name == "nccl allreduce" || name == "mpi allreduce";
 }
 
 void PipelineTrace::collect(const std::vector<TraceEvent>& events) {

@@ -37,17 +37,17 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
   try {
     for (int d = 0; d < used_devices; ++d) {
       auto replica = std::make_unique<Replica>();
-      replica->device = &runtime.device(d);
+      replica->device = &runtime.device((layout.first_device + d) % devices);
       replica->params = replica->device->allocate(param_bytes);
       set.replicas.push_back(std::move(replica));
     }
     for (int i = 0; i < count; ++i) {
       auto tower = std::make_unique<Tower>();
-      tower->index = i;
+      tower->index = layout.first_index + i;
       tower->replica = set.replicas[i % used_devices].get();
       tower->device = tower->replica->device;
       tower->stream = tower->device->create_stream();
-      tower->stream->set_tower(i);
+      tower->stream->set_tower(tower->index);
       tower->network = std::make_unique<model::Network>(*tower->device, layout.batch_size);
       tower->images = tower->device->allocate(sizeof(float) * layout.batch_size * 24 * 24 * 3);
       tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size);

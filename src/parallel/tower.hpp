@@ -44,6 +44,11 @@ struct TowerLayout {
   int towers = 0;             ///< 0: one per device x towers_per_device
   int towers_per_device = 1;  ///< several towers share a device, each on its own stream
   int batch_size = 128;       ///< per tower; the global batch is towers x batch_size
+  /// Index of the first tower made here (chapter 5: the rank, whose shard it reads).
+  int first_index = 0;
+  /// Device of the first tower; the others follow cyclically (chapter 5: local rank
+  /// modulo the GPUs, so ranks on one machine spread over its GPUs).
+  int first_device = 0;
 };
 
 /// The towers of a run and the parameter copies they read.

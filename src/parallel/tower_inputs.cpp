@@ -15,13 +15,14 @@ void add_input_flags(CLI::App& app, InputFlags& flags) {
 
 TowerInputs::TowerInputs(const data::Dataset& train,
                          const std::vector<std::unique_ptr<Tower>>& towers,
-                         const InputFlags& flags, std::uint64_t seed)
+                         const InputFlags& flags, std::uint64_t seed, int towers_in_job)
     : pool_(flags.input_threads) {
   for (const auto& tower : towers) {
     // Endless (steps = 0): the destructor stops the producer wherever it is. Distortion
     // spans are not traced: the timeline's host row is for enqueueing; the copies to the
     // device are traced by the iterator's stream as "copy input".
-    const data::IteratorOptions options{.num_towers = static_cast<int>(towers.size()),
+    const data::IteratorOptions options{.num_towers = towers_in_job > 0 ? towers_in_job
+                                                        : static_cast<int>(towers.size()),
                                         .batch_size = tower->batch_size(),
                                         .seed = seed,
                                         .prefetch_depth = flags.prefetch};

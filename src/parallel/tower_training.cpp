@@ -24,14 +24,16 @@ void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) 
       ->check(writable_file());
 }
 
-TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input)
+TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input,
+                             int job_towers)
     : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
-  const int global_batch = num_towers() * flags.layout.batch_size;
+  job_towers_ = job_towers > 0 ? job_towers : num_towers();
+  const int global_batch = job_towers_ * flags.layout.batch_size;
   Device& host_side = runtime_->device(0);
   if (input == TowerInput::kGlobalBatch) {
     queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
@@ -40,7 +42,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);
   model::initialize_parameters(flags.seed, initial_params());
-  log_ = std::make_unique<StepLog>(global_batch, num_towers(), flags.log_every, flags.steps);
+  log_ = std::make_unique<StepLog>(global_batch, job_towers_, flags.log_every, flags.steps);
   traces_ = std::make_unique<StepTraces>(*runtime_, flags.trace_files);
   if (probe) {
     rendezvous_ = std::make_unique<Rendezvous>(*runtime_, num_towers(), std::chrono::milliseconds(500));
@@ -108,7 +110,11 @@ void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>
 }
 
 int TowerTraining::finish(const std::string& title, const std::string& towers_meet, Summary extra) {
-  traces_->print_last_timeline(title);
+  print_timeline(title);
+  return write_outputs_and_summary(towers_meet, std::move(extra));
+}
+
+int TowerTraining::write_outputs_and_summary(const std::string& towers_meet, Summary extra) {
   bool written = true;
   if (!flags_.save_params.empty()) {
     written &= write_output([&] {
@@ -123,8 +129,8 @@ int TowerTraining::finish(const std::string& title, const std::string& towers_me
       std::printf("saved parameters to %s\n", flags_.save_params.c_str());
     });
   }
-  written &= write_output([&] { traces_->write_trace_files(title); });
-  Summary summary = tower_summary(flags_, *runtime_, num_towers(), *traces_, *log_, last_loss_);
+  written &= write_output([&] { traces_->write_trace_files(); });
+  Summary summary = tower_summary(flags_, *runtime_, job_towers_, *traces_, *log_, last_loss_);
   summary.add("towers_meet", towers_meet);
   summary.add("trace_collect_ms", trace_collect_seconds_ * 1000.0 / std::max(1, log_->steps()), 3);
   if (rendezvous_) {

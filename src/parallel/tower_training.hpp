@@ -46,8 +46,10 @@ class TowerTraining {
   /// installs the graceful-stop handlers for SIGINT and SIGTERM.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
   /// feeds its towers from train_set()), and images()/labels() return null.
+  /// `job_towers` is how many towers train together, for the log's examples/sec and the
+  /// summary's `towers`: 0 means this process's towers; chapter 5 gives the rank count.
   TowerTraining(const TrainingFlags& flags, bool probe,
-                TowerInput input = TowerInput::kGlobalBatch);
+                TowerInput input = TowerInput::kGlobalBatch, int job_towers = 0);
   /// Waits for nothing: the chapter synchronizes before it finishes.
   ~TowerTraining();
 
@@ -76,6 +78,8 @@ class TowerTraining {
 
   /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
   bool stop_requested() const { return stop_->requested(); }
+  /// Steps finished so far (end_step() calls): --steps, or fewer after a graceful stop.
+  int steps_run() const { return log_->steps(); }
 
   /// Starts step `step`: fills the next global batch (host; not with kOwnIterators) and
   /// starts its timer.
@@ -107,11 +111,23 @@ class TowerTraining {
   /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.
   void watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch);
 
-  /// Prints the last step's timeline, writes --save-params (checked finite first) and the
-  /// trace files, then prints the summary line (plus `extra` keys), whatever failed before.
-  /// Returns the exit status: 0; 1 when an output could not be written; 128 + the signal
-  /// (130, 143) after a graceful stop.
+  /// Has the timeline and the trace files merge the spans first (chapter 5 gathers every
+  /// rank's spans to rank 0, see StepTraces::set_merge).
+  void set_trace_merge(TraceMerge merge, bool write_files_here) {
+    traces_->set_merge(std::move(merge), write_files_here);
+  }
+
+  /// Prints the last step's timeline, then write_outputs_and_summary(). Returns its status.
   int finish(const std::string& title, const std::string& towers_meet, Summary extra = {});
+  /// Prints the last step's timeline (merged, with a trace merge).
+  void print_timeline(const std::string& title) { traces_->print_last_timeline(title); }
+  /// The last step's spans as the timeline drew them (merged, with a trace merge).
+  const std::vector<TraceEvent>& drawn_events() const { return traces_->drawn_events(); }
+  /// Writes --save-params (checked finite first) and the trace files, then prints the
+  /// summary line (plus `extra` keys), whatever failed before. Returns the exit status: 0;
+  /// 1 when an output could not be written; 128 + the signal (130, 143) after a graceful
+  /// stop. With a trace merge every process must call it (the merge is collective).
+  int write_outputs_and_summary(const std::string& towers_meet, Summary extra = {});
 
  private:
   TrainingFlags flags_;
@@ -132,6 +148,7 @@ class TowerTraining {
   double trace_collect_seconds_ = 0;  // reading and analysing the trace, all steps
   int step_ = 0;
   float last_loss_ = 0;
+  int job_towers_ = 0;
 };
 
 }  // namespace towers

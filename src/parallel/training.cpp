@@ -118,12 +118,17 @@ double StepTraces::mean_host_enqueue_ms() const {
   return sum / (steps_.size() - 1);
 }
 
-void StepTraces::print_last_timeline(const std::string& title) const {
-  std::printf("\n%s", render_timeline(last_events_, {64, title + " (last step)", 0}).c_str());
+void StepTraces::print_last_timeline(const std::string& title) {
+  drawn_ = merge_ ? merge_(last_events_) : last_events_;
+  title_ = title;
+  std::printf("\n%s", render_timeline(drawn_, {64, title + " (last step)", 0}).c_str());
 }
 
-void StepTraces::write_trace_files(const std::string& title) const {
-  towers::write_trace_files(files_, all_, title + " (all steps)");
+void StepTraces::write_trace_files() const {
+  const bool files = !files_.json.empty() || !files_.svg.empty();
+  if (!files) return;
+  const std::vector<TraceEvent> all = merge_ ? merge_(all_) : all_;  // every process calls
+  if (write_files_here_) towers::write_trace_files(files_, all, title_ + " (all steps)");
 }
 
 bool write_output(const std::function<void()>& write) {

@@ -56,6 +56,10 @@ class StepLog {
   double interval_seconds_ = 0, total_seconds_ = 0, first_seconds_ = 0;
 };
 
+/// Turns one process's spans into the spans to draw and write: chapter 5 gathers every
+/// rank's to rank 0 (a collective: every rank calls it, in the same order).
+using TraceMerge = std::function<std::vector<TraceEvent>(const std::vector<TraceEvent>&)>;
+
 /// Per-step parallelism read off the trace; steps are collected and then forgotten so
 /// long runs do not grow the trace (all spans are kept when a trace file was asked for).
 class StepTraces {
@@ -78,11 +82,19 @@ class StepTraces {
   const StepAnalysis& last() const { return last_; }
   /// The last step's spans.
   const std::vector<TraceEvent>& last_events() const { return last_events_; }
-  /// Prints the ASCII timeline of the last step.
-  void print_last_timeline(const std::string& title) const;
-  /// Writes every collected span to the trace files asked for (--trace, --trace-svg);
-  /// throws UsageError when one cannot be written.
-  void write_trace_files(const std::string& title) const;
+  /// Has print_last_timeline() and write_trace_files() pass the spans through `merge`
+  /// first, and write trace files only where `write_files_here` (one process writes them).
+  void set_merge(TraceMerge merge, bool write_files_here) {
+    merge_ = std::move(merge);
+    write_files_here_ = write_files_here;
+  }
+  /// The last step's spans as drawn: merged when a merge is set, after print_last_timeline().
+  const std::vector<TraceEvent>& drawn_events() const { return drawn_; }
+  /// Prints the ASCII timeline of the last step (and remembers `title` for the files).
+  void print_last_timeline(const std::string& title);
+  /// Writes every collected span to the trace files asked for (--trace, --trace-svg),
+  /// titled as the last print_last_timeline(); throws UsageError when one cannot be written.
+  void write_trace_files() const;
 
  private:
   Runtime& runtime_;
@@ -93,6 +105,10 @@ class StepTraces {
   StepAnalysis last_;
   int max_concurrent_ = 0;
   std::function<void(const std::vector<TraceEvent>&)> watch_;
+  TraceMerge merge_;
+  bool write_files_here_ = true;
+  std::vector<TraceEvent> drawn_;
+  std::string title_;
 };
 
 /// Runs `write`, one output at the end of a run (a trace, saved parameters). When it

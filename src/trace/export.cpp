@@ -48,7 +48,8 @@ int pid_of(const TraceEvent& e) { return e.device < 0 ? 1000 : e.device; }
 
 }  // namespace
 
-std::string chrome_trace_json(const std::vector<TraceEvent>& events) {
+std::string chrome_trace_json(const std::vector<TraceEvent>& events,
+                              const std::string& process_label) {
   std::ostringstream out;
   out.precision(3);
   out << std::fixed << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -57,7 +58,7 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events) {
   bool first = true;
   for (int pid : pids) {
     out << (first ? "" : ",\n") << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" << pid
-        << ",\"args\":{\"name\":\"" << (pid == 1000 ? std::string("host") : "device " + std::to_string(pid))
+        << ",\"args\":{\"name\":\"" << (pid == 1000 ? std::string("host") : process_label + " " + std::to_string(pid))
         << "\"}}";
     first = false;
   }

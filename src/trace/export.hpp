@@ -13,8 +13,11 @@
 
 namespace towers {
 
-/// The Chrome-trace JSON text for `events` (times in microseconds).
-std::string chrome_trace_json(const std::vector<TraceEvent>& events);
+/// The Chrome-trace JSON text for `events` (times in microseconds). Processes are named
+/// `process_label` and the device index: "device 0", or "rank 0" in chapter 5, whose
+/// merged trace puts rank r's spans on device r.
+std::string chrome_trace_json(const std::vector<TraceEvent>& events,
+                              const std::string& process_label = "device");
 
 /// An SVG picture of `events`: one row per device stream, one rectangle per op, coloured
 /// by tower. `title` is drawn above the rows.

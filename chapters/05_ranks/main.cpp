@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// Chapter 5: one process per device.
+// One change from chapter 4: the towers are processes. Each MPI rank holds one tower on
+// one device, pulls its own shard from its iterator, runs forward and backward, and meets
+// the other ranks in one all-reduce, now a message between processes (MPI on the host,
+// NCCL on GPUs) instead of copies between buffers of one process. Then every rank updates
+// its own copy of the parameters, as in chapter 4. Start it with `mpirun -n N`; started
+// alone it is a job of one rank.
+#include <algorithm>
+#include <chrono>
+
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "mpi/fault_injection.hpp"
+#include "mpi/mpi_check.hpp"
+#include "mpi/mpi_job.hpp"
+#include "mpi/rank_trace.hpp"
+#include "mpi/watchdog.hpp"
+#include "parallel/allreduce_mpi.hpp"
+#include "parallel/pipeline_trace.hpp"
+#include "parallel/rank_check.hpp"
+#include "parallel/tower_inputs.hpp"
+#include "parallel/tower_loss_batch.hpp"
+#include "parallel/tower_training.hpp"
+#include "runtime/backend.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 5: one process per device. Each MPI rank trains one tower on its own "
+               "shard; ranks average gradients with one all-reduce (MPI_Allreduce, a ring over "
+               "MPI_Sendrecv, or NCCL). Run: mpirun -n N 05_ranks ..."};
+  TrainingFlags flags;
+  std::string allreduce_choice = "auto";
+  InputFlags input_flags;
+  CheckFlags check_flags;
+  FaultFlags fault_flags;
+  double collective_timeout_s = 30;
+  add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
+  app.add_option("--save-params", flags.save_params,
+                 "rank 0 writes the final parameters to this file (checkpoint format)")
+      ->check(writable_file());
+  add_rank_allreduce_flag(app, allreduce_choice);
+  add_input_flags(app, input_flags);
+  add_check_flags(app, check_flags);
+  app.add_option("--collective-timeout", collective_timeout_s,
+                 "seconds any one collective may wait for the other ranks before the job ends")
+      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  add_fault_flags(app, fault_flags);
+
+  return run_rank_program(app, argc, argv, [&](MpiJob& job) {
+    // docs-begin: rank-device
+    // One tower per process: tower index = rank (so it reads the rank's shard), on the
+    // device the rank's local rank picks: GPU (local rank mod GPUs), or on the host backend
+    // one simulated device per rank.
+    if (!flags.runtime.devices && resolve_backend(flags.runtime.backend) == Backend::kHost) {
+      flags.runtime.devices = 1;
+    }
+    flags.layout.towers = 1;
+    flags.layout.first_index = job.rank();
+    flags.layout.first_device = job.local_rank();
+    // docs-end: rank-device
+    flags.trace_files.process_label = "rank";
+    if (job.rank() != 0) flags.save_params.clear();  // one file for the job, from rank 0
+    TowerTraining training(flags, /*probe=*/false, TowerInput::kOwnIterators, job.size());
+    Tower& tower = *training.towers()[0];
+    const int num_gpus = job.size();  // the tutorial's name: how many towers train together
+    std::printf("%d rank(s), %d on this machine; rank 0 trains tower 0 on %s device %d\n",
+                job.size(), job.local_size(), std::string(to_string(training.runtime().backend())).c_str(),
+                tower.device->index());
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
+    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
+    auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
+                                         watchdog, kNumParameters);
+    // This rank's variables: parameters and moving averages, on its device.
+    Buffer params = tower.device->allocate(param_bytes);
+    Buffer averages = tower.device->allocate(param_bytes);
+    for (Buffer* v : {&params, &averages}) {
+      tower.stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
+    }
+    float* grads = tower.grads.as<float>();
+    training.runtime().synchronize();
+    training.read_params_with([&](float* out) {
+      tower.stream->copy(out, params.data(), param_bytes);
+      tower.stream->synchronize();
+    });
+    RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
+    PipelineTrace pipeline;
+    training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
+    // One job-wide trace at the end: every rank's spans, on rank 0's clock.
+    const double clock_offset = clock_offset_us(job, training.runtime().trace());
+    training.set_trace_merge(
+        [&](const std::vector<TraceEvent>& events) { return gather_rank_events(job, events, clock_offset); },
+        /*write_files_here=*/job.rank() == 0);
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+
+    bool stop = false;
+    for (int global_step = 0; global_step < flags.steps && !stop; ++global_step) {
+      training.begin_step(global_step);
+      maybe_fail(fault_flags, job, global_step);  // test hook; nothing unless --fail-rank
+      // docs-begin: rank-step
+      const data::Batch batch = inputs[0].next();       // this rank's shard of the step
+      tower.stream->wait(*batch.ready);
+      tower_loss(tower, params.as<float>(), batch);     // returns at once
+      inputs[0].release(batch, *tower.stream);
+      allreduce->average(grads, kNumParameters, *tower.stream, global_step);  // ranks meet
+      apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
+                      params.as<float>());
+      update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
+                             averages.as<float>());
+      training.end_enqueue();
+      allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
+      // docs-end: rank-step
+      training.runtime().synchronize();
+      // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
+      float loss = tower.losses.as<float>()[kTotalLoss];
+      {
+        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", global_step);
+        MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
+      }
+      training.end_step(global_step, loss);
+      check.after_step(global_step, params.as<float>());  // are the ranks' copies identical?
+      // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
+      // after the same step, or one would wait alone in the next all-reduce.
+      int stop_here = training.stop_requested() ? 1 : 0;
+      {
+        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", global_step);
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
+      }
+      stop = stop_here != 0;
+    }
+    training.print_timeline("chapter 5: ranks");
+    // Ranks that computed at once, read off the merged trace of the last step (rank 0).
+    const StepAnalysis merged = analyze_step(training.drawn_events(), training.steps_run() - 1);
+    Summary extra;
+    extra.add("allreduce", std::string(allreduce->name()))
+        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
+        .add("input_wait_ms", inputs.input_wait_ms() / std::max(1, training.steps_run()), 3)
+        .add("input_overlap", pipeline.input_overlap(), 3)
+        .add("param_checks", check.checks())
+        .add("ranks", job.size())
+        .add("max_concurrent_ranks", merged.max_concurrent_towers);
+    return training.write_outputs_and_summary("allreduce", extra);
+  });
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Chapter 4's ring all-reduce between processes, over MPI_Sendrecv.
+//
+// The algorithm is allreduce_ring.cpp's, step for step; only the transport changed. In
+// chapter 4 tower r *pulled* a chunk out of its left neighbour's buffer with a stream copy,
+// ordered by events. Here no rank can read another's memory, so at every step each rank
+// sends to its right neighbour exactly the chunk that neighbour used to pull, and receives
+// from its left the chunk it used to pull. MPI_Sendrecv does both at once, so a ring of
+// ranks that all send first and receive second cannot deadlock.
+//
+//   reduce-scatter, s = 0..n-2: send chunk (r-s) right, receive chunk (r-1-s) from the left
+//     and add it into our own. After n-1 steps rank r holds the sum of chunk r+1: scale it
+//     by 1/n once, as chapter 4 does.
+//   all-gather, t = 0..n-2: send chunk (r+1-t) right, receive chunk (r-t), already a mean,
+//     straight into place.
+//
+// Same chunks (ring_chunk), same adds in the same order (host::axpy), same scale
+// (host::scal): the bits are chapter 4's. Each rank sends 2(n-1) messages of count/n floats.
+#include <climits>
+#include <stdexcept>
+
+#include "kernels/host/blas.hpp"
+#include "mpi/mpi_check.hpp"
+#include "parallel/allreduce.hpp"
+#include "parallel/allreduce_mpi.hpp"
+
+namespace towers {
+namespace {
+
+int wrap(int index, int n) { return ((index % n) + n) % n; }
+
+}  // namespace
+
+// docs-begin: ring-sendrecv
+void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm) {
+  if (count > static_cast<std::size_t>(INT_MAX)) {
+    throw std::invalid_argument("ring_average_sendrecv: more than INT_MAX floats in one message");
+  }
+  int n = 1, r = 0;
+  MPI_CHECK(MPI_Comm_size(comm, &n));
+  MPI_CHECK(MPI_Comm_rank(comm, &r));
+  if (n == 1 || count == 0) return;  // the mean of one buffer, or of nothing, is itself
+  const int left = wrap(r - 1, n), right = wrap(r + 1, n);
+  auto size = [](const Chunk& c) { return static_cast<int>(c.size); };
+
+  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter
+    const Chunk out = ring_chunk(count, n, wrap(r - s, n));
+    const Chunk in = ring_chunk(count, n, wrap(r - 1 - s, n));
+    MPI_CHECK(MPI_Sendrecv(data + out.offset, size(out), MPI_FLOAT, right, s,  //
+                           receive, size(in), MPI_FLOAT, left, s, comm, MPI_STATUS_IGNORE));
+    if (in.size > 0) host::axpy(size(in), 1.0f, receive, data + in.offset);
+  }
+  const Chunk owned = ring_chunk(count, n, wrap(r + 1, n));  // now the sum over all ranks
+  if (owned.size > 0) host::scal(size(owned), 1.0f / static_cast<float>(n), data + owned.offset);
+
+  for (int t = 0; t < n - 1; ++t) {  // all-gather
+    const Chunk out = ring_chunk(count, n, wrap(r + 1 - t, n));
+    const Chunk in = ring_chunk(count, n, wrap(r - t, n));
+    MPI_CHECK(MPI_Sendrecv(data + out.offset, size(out), MPI_FLOAT, right, n + t,  //
+                           data + in.offset, size(in), MPI_FLOAT, left, n + t, comm,
+                           MPI_STATUS_IGNORE));
+  }
+}
+// docs-end: ring-sendrecv
+
+}  // namespace towers

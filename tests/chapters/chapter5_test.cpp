@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+// Chapter 5's claims, tested by starting the program with mpiexec as a learner does: ranks
+// train one tower each and meet in the all-reduce; the ring over MPI_Sendrecv reaches
+// chapter 4's parameters bit for bit (MPI_Allreduce to rounding); a divergence is caught;
+// a rank that dies, stalls or throws ends the job with a message, never a hang; the trace
+// has one process per rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "model/parameters.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::run;
+using testing::saved_params;
+
+const std::string kSmall = "--backend host --batch-size 8 --log-every 1 ";
+
+std::filesystem::path temp_file(const std::string& name) {
+  return testing::temp_file("towers-ch5", name);
+}
+
+// mpiexec -n `ranks` 05_ranks `args`, bounded by `timeout` so that a hang fails the test
+// instead of stalling ctest. Also measures how long the job took.
+struct RankRun : testing::ProgramRun {
+  double seconds = 0;
+};
+RankRun run_ranks(int ranks, const std::string& args, int timeout_s = 90) {
+  const auto start = std::chrono::steady_clock::now();
+  RankRun result;
+  const std::string command = "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
+                              " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
+                              " " TOWERS_BIN_DIR "/05_ranks " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char chunk[4096];
+  while (std::fgets(chunk, sizeof chunk, pipe)) result.output += chunk;
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.summaries = parse_summaries(result.output);
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+TEST(Ranks, StartedAloneItIsOneRank) {
+  auto r = run("05_ranks", kSmall + "--steps 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("ranks"), "1") << r.output;
+  EXPECT_EQ(r.last("towers"), "1") << r.output;
+  EXPECT_EQ(r.last("allreduce"), "mpi") << "the host backend's default is MPI_Allreduce";
+}
+
+TEST(Ranks, TwoRanksTrainAndMeetInTheAllReduce) {
+  auto r = run_ranks(2, kSmall + "--steps 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.summaries.size(), 1u) << "rank 0 alone prints the summary\n" << r.output;
+  EXPECT_EQ(r.last("ranks"), "2") << r.output;
+  EXPECT_EQ(r.last("towers"), "2") << r.output;
+  EXPECT_EQ(r.last("towers_meet"), "allreduce");
+  EXPECT_EQ(r.last("allreduce"), "mpi");
+  EXPECT_GT(r.number("allreduce_ms"), 0.0) << r.output;
+  EXPECT_EQ(r.last("param_checks"), "1") << r.output;
+}
+
+TEST(Ranks, FourRanksKeepBitIdenticalParameters) {
+  auto r = run_ranks(4, kSmall + "--steps 4 --check-every 1 --allreduce ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("ranks"), "4") << r.output;
+  EXPECT_EQ(r.last("allreduce"), "ring");
+  EXPECT_EQ(r.last("param_checks"), "4") << r.output;
+}
+
+// The ring over MPI_Sendrecv cuts the same chunks and adds them in the same order as
+// chapter 4's in-process ring; rank r reads chapter 4's shard r. So with N ranks it must
+// end with chapter 4's parameters (N towers) bit for bit, step after step.
+void expect_ring_matches_chapter4(int n) {
+  auto ch4 = temp_file("ch4-" + std::to_string(n) + ".ckpt");
+  auto ch5 = temp_file("ch5-ring-" + std::to_string(n) + ".ckpt");
+  auto a = run("04_nccl_iterator", kSmall + "--steps 3 --allreduce ring --devices " +
+                                       std::to_string(n) + " --save-params " + ch4.string());
+  auto b = run_ranks(n, kSmall + "--steps 3 --allreduce ring --save-params " + ch5.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(saved_params(ch4), saved_params(ch5)) << n << " ranks vs " << n << " towers";
+  EXPECT_EQ(a.last("final_loss"), b.last("final_loss"));
+}
+
+TEST(Ranks, RingOverSendrecvMatchesChapter4BitForBitWithTwoRanks) { expect_ring_matches_chapter4(2); }
+TEST(Ranks, RingOverSendrecvMatchesChapter4BitForBitWithFourRanks) { expect_ring_matches_chapter4(4); }
+
+// MPI_Allreduce picks its own algorithm, so the four gradients of an element may be added
+// in another order than the ring's (Open MPI: recursive doubling for small messages, a
+// ring with other chunks for large ones). Float addition is not associative: the sum may
+// differ by an ulp or two, which times the learning rate is far below 1e-5 of the largest
+// update. Compared after one step: later steps carry the differences through the next
+// passes. (With two ranks there is one addition, a + b == b + a, and the bits agree.)
+TEST(Ranks, MpiAllreduceMatchesChapter4UpToSummationOrder) {
+  auto start = temp_file("start.ckpt"), ch4 = temp_file("ch4-1step.ckpt"),
+       ch5 = temp_file("ch5-mpi-1step.ckpt");
+  auto s = run("04_nccl_iterator", kSmall + "--steps 0 --devices 1 --save-params " + start.string());
+  auto a = run("04_nccl_iterator", kSmall + "--steps 1 --devices 4 --allreduce ring --save-params " +
+                                       ch4.string());
+  auto b = run_ranks(4, kSmall + "--steps 1 --allreduce mpi --save-params " + ch5.string());
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto p0 = saved_params(start), p4 = saved_params(ch4), p5 = saved_params(ch5);
+  ASSERT_EQ(p5.size(), model::kNumParameters);
+  double largest_update = 0, largest_difference = 0;
+  for (std::size_t i = 0; i < p5.size(); ++i) {
+    largest_update = std::max(largest_update, std::abs(double(p4[i]) - p0[i]));
+    largest_difference = std::max(largest_difference, std::abs(double(p5[i]) - p4[i]));
+  }
+  std::printf("4 ranks, MPI_Allreduce vs chapter 4's ring: largest update %.3g, largest "
+              "difference %.3g\n", largest_update, largest_difference);
+  EXPECT_GT(largest_update, 0.0);
+  EXPECT_LE(largest_difference, 1e-5 * largest_update);
+}
+
+TEST(Ranks, AnInjectedDivergenceStopsEveryRankNamingTheOneThatDiffers) {
+  auto r = run_ranks(4, kSmall + "--steps 6 --check-every 3 --inject-divergence 1");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << "training must stop at the check\n" << r.output;
+  EXPECT_NE(r.output.find("differ after step 2: ranks 0, 1, 2 have checksum"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 3 has checksum"), std::string::npos) << r.output;
+}
+
+// A rank killed without a word (SIGKILL, as the OOM killer does): mpiexec sees the process
+// end and takes the job down, naming the rank and the signal.
+TEST(Ranks, AKilledRankEndsTheJobNamingIt) {
+  auto r = run_ranks(2, kSmall + "--steps 50 --fail-rank 1 --fail-at-step 2 --fail-how kill");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << r.output;
+  EXPECT_LT(r.seconds, 30.0) << "the job must end within the bound\n" << r.output;
+  EXPECT_NE(r.output.find("rank 1 fails (kill) at step 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("process rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("signal 9"), std::string::npos) << r.output;
+}
+
+// A rank that stops answering but stays alive: mpiexec cannot tell. The other rank waits in
+// the all-reduce until the watchdog (3 s here) ends the job, naming what it waited for.
+TEST(Ranks, AStalledRankEndsTheJobWithinTheWatchdogsBound) {
+  auto r = run_ranks(2, kSmall + "--steps 50 --fail-rank 1 --fail-at-step 2 --fail-how stall "
+                                 "--collective-timeout 3");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << r.output;
+  EXPECT_LT(r.seconds, 30.0) << "3 s of watchdog plus start-up\n" << r.output;
+  EXPECT_NE(r.output.find("towers: rank 0 of 2: mpi allreduce of step 2 did not finish within 3 s"),
+            std::string::npos) << r.output;
+}
+
+TEST(Ranks, ARankThatThrowsEndsTheJobNamingItselfAndTheCause) {
+  auto r = run_ranks(2, kSmall + "--steps 50 --fail-rank 1 --fail-at-step 1 --fail-how throw");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_LT(r.seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("towers: rank 1 of 2: fail-rank: rank 1 threw at step 1"),
+            std::string::npos) << r.output;
+}
+
+TEST(Ranks, NcclOnTheHostBackendIsAUsageErrorSaidOnce) {
+  auto r = run_ranks(2, kSmall + "--steps 1 --allreduce nccl");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  const std::string said = "--allreduce nccl needs the cuda backend";
+  const auto first = r.output.find(said);
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(said, first + 1), std::string::npos) << "rank 0 alone says it\n" << r.output;
+}
+
+// The gathered trace: one Chrome-trace process per rank, and every rank's all-reduce of a
+// step overlaps every other's on rank 0's clock: none can finish before all have started.
+TEST(Ranks, TraceHasOneProcessPerRankMeetingInTheAllReduce) {
+  auto json = temp_file("ranks.json");
+  auto r = run_ranks(3, kSmall + "--steps 2 --trace " + json.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::stringstream text;
+  text << std::ifstream(json).rdbuf();
+  const std::string trace = text.str();
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(trace.find("\"name\":\"rank " + std::to_string(rank) + "\""), std::string::npos)
+        << "rank " << rank << " has no process in the trace";
+    EXPECT_NE(r.output.find("dev" + std::to_string(rank) + " s0"), std::string::npos)
+        << "the timeline has a row for rank " << rank << "\n" << r.output;
+  }
+  // {"ph":"X","name":"mpi allreduce","pid":R,"tid":T,"ts":S,"dur":D,"args":{"tower":R,"step":1}}
+  const std::regex span(R"re("name":"mpi allreduce","pid":(\d+),"tid":\d+,"ts":([0-9.]+),"dur":([0-9.]+),"args":\{"tower":\d+,"step":1\})re");
+  double latest_start = 0, earliest_end = 1e300;
+  int spans = 0;
+  for (auto it = std::sregex_iterator(trace.begin(), trace.end(), span); it != std::sregex_iterator(); ++it) {
+    const double start = std::stod((*it)[2]), end = start + std::stod((*it)[3]);
+    latest_start = std::max(latest_start, start);
+    earliest_end = std::min(earliest_end, end);
+    ++spans;
+  }
+  EXPECT_EQ(spans, 3) << "one all-reduce per rank in step 1";
+  // The clocks are aligned by a barrier, to within its exit skew: allow 2 ms.
+  EXPECT_LE(latest_start, earliest_end + 2000.0) << "the ranks' all-reduces must overlap";
+}
+
+}  // namespace
+}  // namespace towers
