@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       for (auto& tower : towers) {   // runs once per program, not once per step
         ++tower_bodies_run;
         tower->stream->wait(*fork);
-        training.probe(*tower);
+        training.probe_in_capture(*tower);
         tower_loss(*tower, training.images(), training.labels());  // a node per op, not run
         tower->stream->record(*tower->done);
       }

@@ -89,6 +89,12 @@ void TowerTraining::probe(Tower& tower) {
   }
 }
 
+void TowerTraining::probe_in_capture(Tower& tower) {
+  if (!rendezvous_) return;
+  rendezvous_->enqueue(*tower.stream);
+  probed_ = true;
+}
+
 void TowerTraining::end_enqueue() { runtime_->trace().add_host_span("enqueue", enqueue_start_us_); }
 
 void TowerTraining::end_step(int step, float loss) {

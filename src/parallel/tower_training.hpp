@@ -93,6 +93,10 @@ class TowerTraining {
   /// --steps is 1), after step 0 has warmed up every kernel and cuBLAS handle: it completes
   /// only if all towers are running at once (then "met"), else it times out. No-op otherwise.
   void probe(Tower& tower);
+  /// As probe(), in a step being captured as a graph (chapter 7): enqueued whatever the
+  /// step, since the capture runs once and every launch replays the probe. Instantiating
+  /// the graph has loaded its kernels, so no first-launch synchronization can stall it.
+  void probe_in_capture(Tower& tower);
   /// Whether the ops of `step` are traced. Host backend: every step (a span costs two
   /// clock reads). cuda: every step when a trace file was asked for; otherwise only the
   /// probe's step and the last, since a traced op costs two CUDA events, their records and
