@@ -42,7 +42,19 @@ endif()
 string(REPLACE "${OUT_DIR}/" "" out "${out}")
 file(WRITE ${txt} "${out}")
 
-  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
+# The command as typed from the checkout's root (build/bin/NAME), when the build is in it.
+file(RELATIVE_PATH shown_program ${SOURCE_DIR} ${PROGRAM})
+if(shown_program MATCHES "^\\.\\./")
+  file(RELATIVE_PATH shown_program ${BINARY_DIR} ${PROGRAM})
+endif()
+set(shown_launcher "")
+if(launcher)
+  list(GET launcher 0 launcher_program)
+  get_filename_component(launcher_name ${launcher_program} NAME)  # mpiexec, not its path
+  list(SUBLIST launcher 1 -1 launcher_args)
+  list(FILTER launcher_args EXCLUDE REGEX "^--allow-run-as-root$")  # this machine's detail
+  string(JOIN " " shown_launcher ${launcher_name} ${launcher_args})
+  string(APPEND shown_launcher " ")
 endif()
 execute_process(COMMAND git -C ${SOURCE_DIR} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
@@ -58,7 +70,7 @@ file(SHA256 ${json} json_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
+command=${shown_launcher}${shown_program} --backend host ${ARGS} --trace ${NAME}.json --trace-svg ${NAME}.svg
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}

@@ -30,9 +30,9 @@ class PeerLinks {
 
 /// One ordered pair whose peer access could not be enabled, and why.
 struct PeerFailure {
-  int from = 0;
-  int to = 0;
-  std::string reason;
+  int from = 0;        ///< the device that would read or write its peer's memory
+  int to = 0;          ///< the peer device
+  std::string reason;  ///< what CUDA (or the fake) said
 };
 
 /// Enables peer access for every ordered pair of `count` devices that can access each
