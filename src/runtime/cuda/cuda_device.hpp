@@ -11,9 +11,11 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "runtime/device.hpp"
+#include "runtime/kernel_stamps.hpp"
 #include "trace/trace.hpp"
 
 namespace towers {
@@ -40,14 +42,31 @@ class CudaDevice final : public Device {
   /// An event recorded on this device when it was opened: zero of its trace times.
   const std::shared_ptr<Event>& epoch() const { return epoch_; }
 
+  /// The ring of kernel stamp records of this device (kKernelStampRecords), made and its
+  /// clock anchored on first use: programs that never trace never pay for it.
+  const std::shared_ptr<KernelStampBuffer>& kernel_stamps();
+  /// Maps this device's %globaltimer onto the trace's axis; valid after kernel_stamps().
+  const StampClock& stamp_clock() const { return stamp_clock_; }
+  /// Records in the ring: far more kernels than a step of any chapter launches.
+  static constexpr std::size_t kKernelStampRecords = 1 << 15;
+
  private:
+  void make_kernel_stamps();
+
   int ordinal_;
   Trace& trace_;
   std::string name_;
   std::shared_ptr<Event> epoch_;
   double epoch_host_us_ = 0;
   std::atomic<int> next_stream_index_{0};
+  std::once_flag stamps_made_;
+  std::shared_ptr<KernelStampBuffer> stamps_;
+  StampClock stamp_clock_;
 };
+
+/// Launches a one-thread kernel on `stream` that writes %globaltimer to `out` (device
+/// memory). Used to anchor a device's kernel stamps (probe_kernels.cu).
+void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out);
 
 /// A CUDA event, made on one device; record it on a stream of that device.
 class CudaEvent final : public Event {
