@@ -31,14 +31,10 @@ CudaDevice::CudaDevice(int ordinal, Trace& trace) : ordinal_(ordinal), trace_(tr
   CUDA_CHECK(cudaEventSynchronize(epoch->handle()));
   epoch_host_us_ = trace_.now_us();
   epoch_ = std::move(epoch);
+  make_kernel_stamps();
 }
 
 CudaDevice::~CudaDevice() = default;
-
-const std::shared_ptr<KernelStampBuffer>& CudaDevice::kernel_stamps() {
-  std::call_once(stamps_made_, [this] { make_kernel_stamps(); });
-  return stamps_;
-}
 
 void CudaDevice::make_kernel_stamps() {
   CUDA_CHECK(cudaSetDevice(ordinal_));

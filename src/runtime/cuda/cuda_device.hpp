@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "runtime/device.hpp"
@@ -42,10 +41,11 @@ class CudaDevice final : public Device {
   /// An event recorded on this device when it was opened: zero of its trace times.
   const std::shared_ptr<Event>& epoch() const { return epoch_; }
 
-  /// The ring of kernel stamp records of this device (kKernelStampRecords), made and its
-  /// clock anchored on first use: programs that never trace never pay for it.
-  const std::shared_ptr<KernelStampBuffer>& kernel_stamps();
-  /// Maps this device's %globaltimer onto the trace's axis; valid after kernel_stamps().
+  /// The ring of kernel stamp records of this device (kKernelStampRecords). Made with the
+  /// device, not on first use: cudaMalloc may synchronize the device, which inside a step
+  /// could stall a rendezvous probe that waits for towers not yet enqueued.
+  const std::shared_ptr<KernelStampBuffer>& kernel_stamps() const { return stamps_; }
+  /// Maps this device's %globaltimer onto the trace's axis.
   const StampClock& stamp_clock() const { return stamp_clock_; }
   /// Records in the ring: far more kernels than a step of any chapter launches.
   static constexpr std::size_t kKernelStampRecords = 1 << 15;
@@ -59,7 +59,6 @@ class CudaDevice final : public Device {
   std::shared_ptr<Event> epoch_;
   double epoch_host_us_ = 0;
   std::atomic<int> next_stream_index_{0};
-  std::once_flag stamps_made_;
   std::shared_ptr<KernelStampBuffer> stamps_;
   StampClock stamp_clock_;
 };
