@@ -8,10 +8,13 @@
 #include <memory>
 #include <vector>
 
+#include "backends.hpp"
 #include "runtime/backend.hpp"
+#include "runtime/busy.hpp"
 #include "runtime/kernel_stamps.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/span_resolver.hpp"
+#include "trace/analysis.hpp"
 
 namespace towers {
 namespace {
@@ -149,6 +152,43 @@ TEST(KernelStamps, ResolvedSpanCarriesItsKernelsAndStreamOccupancy) {
   ASSERT_EQ(spans[0].ran_us.size(), 1u);
   EXPECT_DOUBLE_EQ(spans[0].ran_us[0].first, 42.0);
   EXPECT_DOUBLE_EQ(spans[0].ran_us[0].second, 44.0);
+}
+
+// On both backends (cuda where a GPU exists, as gpu-check runs it): two towers' busy
+// kernels on two streams of one device ran together, and on cuda the kernels' own stamps
+// say so, each as long as the kernel spun and inside its op's event span.
+class KernelStampsBoth : public testing::BothBackends {};
+TOWERS_INSTANTIATE_BOTH_BACKENDS(KernelStampsBoth);
+
+TEST_P(KernelStampsBoth, BusyKernelsOnTwoStreamsStampThatTheyRanTogether) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  constexpr double kMs = 30;
+  std::vector<std::unique_ptr<Stream>> streams;
+  rt->trace().set_enabled(true);
+  rt->trace().set_step(0);
+  for (int tower = 0; tower < 2; ++tower) {
+    streams.push_back(rt->device(0).create_stream());
+    streams.back()->set_tower(tower);
+    busy_kernel(*streams.back(), kMs);
+  }
+  for (auto& stream : streams) stream->synchronize();
+  std::vector<TraceEvent> spans = rt->trace().take();
+  ASSERT_EQ(spans.size(), 2u);
+  const StepAnalysis a = analyze_step(spans, 0);
+  EXPECT_EQ(a.max_concurrent_towers, 2);
+  EXPECT_EQ(a.stream_concurrent_towers, 2);
+  const bool cuda = GetParam() == Backend::kCuda;
+  EXPECT_EQ(a.from_kernel_stamps, cuda);
+  if (!cuda) return;
+  for (const TraceEvent& span : spans) {
+    ASSERT_TRUE(span.stamped) << span.name;
+    ASSERT_EQ(span.ran_us.size(), 1u) << "one kernel, one interval";
+    const auto [from, to] = span.ran_us[0];
+    EXPECT_GE(to - from, kMs * 1000 * 0.99) << "the kernel spun for " << kMs << " ms";
+    // The anchor puts stamps on the events' axis to a few microseconds.
+    EXPECT_GE(from, span.start_us - 50) << "a kernel cannot start before its stream reached it";
+    EXPECT_LE(to, span.end_us + 50) << "nor end after its end event";
+  }
 }
 
 }  // namespace
