@@ -61,7 +61,7 @@ __device__ inline void stamp_begin(KernelStamp stamp) {
 
 /// Last thing in a stamped kernel, reached by every thread of the block. The block that
 /// finishes last writes the kernel's {start, end, seq} and resets the scratch words for the
-/// record's next owner. One atomic per block and one for the start: a few microseconds at
+/// record's next owner. Two atomics per block (its start, its count): a few microseconds at
 /// most for the largest grids (kMaxBlocks), nothing when the op is not traced.
 __device__ inline void stamp_end(KernelStamp stamp) {
   if (stamp.record == nullptr) return;  // the same for every thread: no divergent barrier
