@@ -114,6 +114,7 @@ class KernelStampBuffer {
 /// op's span resolver. Gives its records back when destroyed.
 class OpKernelStamps final : public KernelStampSink {
  public:
+  /// Stamps from `buffer`'s ring, read back onto the trace's axis with `clock`.
   OpKernelStamps(std::shared_ptr<KernelStampBuffer> buffer, StampClock clock)
       : buffer_(std::move(buffer)), clock_(clock) {}
   ~OpKernelStamps();
