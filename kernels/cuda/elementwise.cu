@@ -8,32 +8,48 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void bias_add_kernel(Index n, int channels, const float* bias, float* y) {
+__global__ void bias_add_kernel(KernelStamp stamp, Index n, int channels, const float* bias,
+                                float* y) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) y[i] = math::bias_add(i, y, bias, channels);
+  stamp_end(stamp);
 }
 
-__global__ void relu_forward_kernel(Index n, const float* x, float* y) {
+__global__ void relu_forward_kernel(KernelStamp stamp, Index n, const float* x, float* y) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) y[i] = math::relu_forward(i, x);
+  stamp_end(stamp);
 }
 
-__global__ void relu_backward_kernel(Index n, const float* y, const float* dy, float* dx) {
+__global__ void relu_backward_kernel(KernelStamp stamp, Index n, const float* y, const float* dy,
+                                     float* dx) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) dx[i] = math::relu_backward(i, y, dy);
+  stamp_end(stamp);
 }
 
-__global__ void fill_kernel(Index n, float value, float* x) {
+__global__ void fill_kernel(KernelStamp stamp, Index n, float value, float* x) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) x[i] = value;
+  stamp_end(stamp);
 }
 
-__global__ void sgd_update_kernel(Index n, float learning_rate, const float* grad, float* w) {
+__global__ void sgd_update_kernel(KernelStamp stamp, Index n, float learning_rate,
+                                  const float* grad, float* w) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) {
     w[i] = math::sgd_update(i, w, grad, learning_rate);
   }
+  stamp_end(stamp);
 }
 
-__global__ void ema_update_kernel(Index n, float decay, const float* var, float* shadow) {
+__global__ void ema_update_kernel(KernelStamp stamp, Index n, float decay, const float* var,
+                                  float* shadow) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) {
     shadow[i] = math::ema_update(i, shadow, var, decay);
   }
+  stamp_end(stamp);
 }
 
 }  // namespace
@@ -41,40 +57,44 @@ __global__ void ema_update_kernel(Index n, float decay, const float* var, float*
 void bias_add(const CudaLaunchContext& ctx, int rows, int channels, const float* bias, float* y) {
   const Index n = static_cast<Index>(rows) * channels;  // y: [rows, channels]
   if (n == 0) return;
-  bias_add_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, channels, bias, y);
+  bias_add_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, channels,
+                                                                   bias, y);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void relu_forward(const CudaLaunchContext& ctx, Index n, const float* x, float* y) {
   if (n == 0) return;
-  relu_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, x, y);
+  relu_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, x, y);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void relu_backward(const CudaLaunchContext& ctx, Index n, const float* y, const float* dy,
                    float* dx) {
   if (n == 0) return;
-  relu_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, y, dy, dx);
+  relu_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, y, dy,
+                                                                        dx);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void fill(const CudaLaunchContext& ctx, Index n, float value, float* x) {
   if (n == 0) return;
-  fill_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, value, x);
+  fill_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, value, x);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void sgd_update(const CudaLaunchContext& ctx, Index n, float learning_rate, const float* grad,
                 float* w) {
   if (n == 0) return;
-  sgd_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, learning_rate, grad, w);
+  sgd_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n,
+                                                                     learning_rate, grad, w);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void ema_update(const CudaLaunchContext& ctx, Index n, float decay, const float* var,
                 float* shadow) {
   if (n == 0) return;
-  ema_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, decay, var, shadow);
+  ema_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, decay, var,
+                                                                     shadow);
   CUDA_CHECK(cudaGetLastError());
 }
 

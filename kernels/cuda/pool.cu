@@ -8,20 +8,24 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void max_pool_forward_kernel(Index n, const float* x, math::Nhwc in, float* y,
-                                        int* argmax) {
+__global__ void max_pool_forward_kernel(KernelStamp stamp, Index n, const float* x, math::Nhwc in,
+                                        float* y, int* argmax) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) {
     const math::PoolMax m = math::max_pool_forward(i, x, in);
     y[i] = m.value;
     argmax[i] = m.index;
   }
+  stamp_end(stamp);
 }
 
-__global__ void max_pool_backward_kernel(Index n, const float* dy, const int* argmax,
-                                         math::Nhwc in, float* dx) {
+__global__ void max_pool_backward_kernel(KernelStamp stamp, Index n, const float* dy,
+                                         const int* argmax, math::Nhwc in, float* dx) {
+  stamp_begin(stamp);
   for (Index i = first_index(); i < n; i += index_stride()) {
     dx[i] = math::max_pool_backward(i, dy, argmax, in);
   }
+  stamp_end(stamp);
 }
 
 }  // namespace
@@ -30,7 +34,8 @@ void max_pool_forward(const CudaLaunchContext& ctx, const float* x, math::Nhwc i
                       int* argmax) {
   const Index n = math::max_pool_output_shape(in).size();  // y, argmax: [batch, oh, ow, C]
   if (n == 0) return;
-  max_pool_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, x, in, y, argmax);
+  max_pool_forward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, x,
+                                                                           in, y, argmax);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -38,8 +43,8 @@ void max_pool_backward(const CudaLaunchContext& ctx, const float* dy, const int*
                        math::Nhwc in, float* dx) {
   const Index n = in.size();  // dx: [batch, height, width, C]
   if (n == 0) return;
-  max_pool_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(n, dy, argmax, in,
-                                                                           dx);
+  max_pool_backward_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, dy,
+                                                                            argmax, in, dx);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -9,18 +9,23 @@
 namespace towers::cuda {
 namespace {
 
-__global__ void softmax_cross_entropy_kernel(int batch, int classes, const float* logits,
-                                             const int* labels, float* loss, float* dlogits) {
+__global__ void softmax_cross_entropy_kernel(KernelStamp stamp, int batch, int classes,
+                                             const float* logits, const int* labels, float* loss,
+                                             float* dlogits) {
+  stamp_begin(stamp);
   for (int b = first_index(); b < batch; b += index_stride()) {
     math::softmax_cross_entropy(b, logits, labels, batch, classes, loss, dlogits);
   }
+  stamp_end(stamp);
 }
 
-__global__ void top1_correct_kernel(int batch, int classes, const float* logits,
+__global__ void top1_correct_kernel(KernelStamp stamp, int batch, int classes, const float* logits,
                                     const int* labels, float* correct) {
+  stamp_begin(stamp);
   for (int b = first_index(); b < batch; b += index_stride()) {
     correct[b] = math::top1_correct(b, logits, labels, classes);
   }
+  stamp_end(stamp);
 }
 
 }  // namespace
@@ -30,16 +35,15 @@ void softmax_cross_entropy(const CudaLaunchContext& ctx, int batch, int classes,
                            float* dlogits) {
   if (batch == 0) return;
   softmax_cross_entropy_kernel<<<grid_size(batch), kBlockSize, 0, stream_of(ctx)>>>(
-      batch, classes, logits, labels, loss, dlogits);
+      next_stamp(ctx), batch, classes, logits, labels, loss, dlogits);
   CUDA_CHECK(cudaGetLastError());
 }
 
 void top1_correct(const CudaLaunchContext& ctx, int batch, int classes, const float* logits,
                   const int* labels, float* correct) {
   if (batch == 0) return;
-  top1_correct_kernel<<<grid_size(batch), kBlockSize, 0, stream_of(ctx)>>>(batch, classes,
-                                                                          logits, labels,
-                                                                          correct);
+  top1_correct_kernel<<<grid_size(batch), kBlockSize, 0, stream_of(ctx)>>>(
+      next_stamp(ctx), batch, classes, logits, labels, correct);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -95,6 +95,8 @@ void StepTraces::collect(int step) {
   last_ = analyze_step(events, step);
   steps_.push_back(last_);
   max_concurrent_ = std::max(max_concurrent_, last_.max_concurrent_towers);
+  stream_concurrent_ = std::max(stream_concurrent_, last_.stream_concurrent_towers);
+  from_kernel_stamps_ = from_kernel_stamps_ || last_.from_kernel_stamps;
   if (!files_.json.empty() || !files_.svg.empty()) all_.insert(all_.end(), events.begin(), events.end());
 }
 
@@ -160,6 +162,14 @@ Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
       .add("host_enqueue_ms", traces.mean_host_enqueue_ms(), 3)
       .add("examples_per_sec", log.examples_per_sec(), 1)
       .add("final_loss", static_cast<double>(final_loss), 4);
+  // Which evidence max_concurrent_towers is (docs/proofs.md): host worker threads that ran
+  // at once, or on cuda kernels that stamped themselves running at once; the event spans
+  // (streams that held work, queued included) are stream_concurrent_towers.
+  const char* from = traces.from_kernel_stamps()         ? "kernel_stamps"
+                     : runtime.backend() == Backend::kCuda ? "stream_events"
+                                                           : "host_threads";
+  summary.add("concurrency_from", std::string(from))
+      .add("stream_concurrent_towers", traces.stream_concurrent_towers());
   return summary;
 }
 

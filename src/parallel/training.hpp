@@ -74,6 +74,10 @@ class StepTraces {
   }
   /// Max over steps of max_concurrent_towers; mean overlap and host enqueue time.
   int max_concurrent_towers() const { return max_concurrent_; }
+  /// Max over steps of stream_concurrent_towers (cuda: streams that held work at once).
+  int stream_concurrent_towers() const { return stream_concurrent_; }
+  /// Whether some step's tower metrics came from kernel stamps (cuda with tracing on).
+  bool from_kernel_stamps() const { return from_kernel_stamps_; }
   /// Mean of the overlap fraction over the steps whose device work was traced.
   double mean_overlap() const;
   /// Mean host enqueue time per step, the first (warm-up) step excluded.
@@ -104,6 +108,8 @@ class StepTraces {
   std::vector<TraceEvent> last_events_;
   StepAnalysis last_;
   int max_concurrent_ = 0;
+  int stream_concurrent_ = 0;
+  bool from_kernel_stamps_ = false;
   std::function<void(const std::vector<TraceEvent>&)> watch_;
   TraceMerge merge_;
   bool write_files_here_ = true;
@@ -121,7 +127,8 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 
 /// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps
 /// (the steps run: fewer than --steps after a graceful stop),
-/// max_concurrent_towers, overlap, step_ms, host_enqueue_ms, examples_per_sec, final_loss.
+/// max_concurrent_towers, overlap, step_ms, host_enqueue_ms, examples_per_sec, final_loss,
+/// then what the concurrency was read from (concurrency_from) and stream_concurrent_towers.
 Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
                       const StepTraces& traces, const StepLog& log, float final_loss);
 

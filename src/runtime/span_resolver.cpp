@@ -13,6 +13,12 @@ Trace::Resolve resolve_when_complete(SpanEvents events) {
     const double end_ms = events.end->elapsed_ms_since(*events.epoch);
     span.start_us = events.epoch_host_us + start_ms * 1000.0;
     span.end_us = events.epoch_host_us + end_ms * 1000.0;
+    if (events.stamps) {
+      // The kernels finished before `end` completed, so their records are final now.
+      auto ran = events.stamps->ran_us();
+      span.stamped = ran.has_value() && !events.stamps->missed();
+      if (ran) span.ran_us = std::move(*ran);
+    }
     return true;
   };
 }

@@ -17,6 +17,7 @@ namespace towers {
 
 class Device;
 class Event;
+class KernelStampSink;
 
 /// Handles a CUDA launch needs, passed to the cuda half of Stream::launch. Opaque here so
 /// that headers outside kernels/cuda never include CUDA headers.
@@ -24,6 +25,7 @@ struct CudaLaunchContext {
   void* stream = nullptr;       ///< cudaStream_t
   void* blas = nullptr;         ///< cublasHandle_t bound to `stream`
   int device = 0;               ///< CUDA device ordinal; already current during the call
+  KernelStampSink* stamps = nullptr;  ///< where kernels stamp their run; null: untraced
 };
 
 /// The host half of an op: runs on the stream's worker thread, on host memory.

@@ -29,10 +29,46 @@ std::vector<TraceEvent> events_of_step(const std::vector<TraceEvent>& events, in
   return out;
 }
 
+namespace {
+
+struct Concurrency {
+  int max_towers = 0;
+  double busy_us = 0;        // time with >= 1 tower busy
+  double overlapped_us = 0;  // time with >= 2 towers busy
+};
+
+// Sweeps over the towers' busy intervals: +1 at a start, -1 at an end. At equal times
+// ends come first, so intervals that merely touch never count as concurrent.
+Concurrency sweep(std::map<int, std::vector<Interval>> by_tower) {
+  std::vector<std::pair<double, int>> edges;
+  for (auto& [tower, intervals] : by_tower) {
+    for (const auto& iv : union_of(std::move(intervals))) {
+      edges.push_back({iv.first, +1});
+      edges.push_back({iv.second, -1});
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  Concurrency c;
+  int busy = 0;
+  double previous = 0;
+  for (const auto& [time, delta] : edges) {
+    if (busy >= 1) c.busy_us += time - previous;
+    if (busy >= 2) c.overlapped_us += time - previous;
+    busy += delta;
+    c.max_towers = std::max(c.max_towers, busy);
+    previous = time;
+  }
+  return c;
+}
+
+double fraction(const Concurrency& c) { return c.busy_us > 0 ? c.overlapped_us / c.busy_us : 0.0; }
+
+}  // namespace
+
 StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
   StepAnalysis result;
   result.step = step;
-  std::map<int, std::vector<Interval>> by_tower;
+  std::map<int, std::vector<Interval>> spans_by_tower, ran_by_tower;
   double first = 0, last = 0;
   bool any_device_op = false;
   for (const auto& e : all) {
@@ -44,31 +80,23 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
     first = any_device_op ? std::min(first, e.start_us) : e.start_us;
     last = any_device_op ? std::max(last, e.end_us) : e.end_us;
     any_device_op = true;
-    if (e.tower >= 0 && e.end_us > e.start_us) by_tower[e.tower].push_back({e.start_us, e.end_us});
+    result.from_kernel_stamps = result.from_kernel_stamps || e.stamped;
+    if (e.tower < 0) continue;
+    if (e.end_us > e.start_us) spans_by_tower[e.tower].push_back({e.start_us, e.end_us});
+    if (!e.stamped) continue;  // unstamped ops (cuBLAS, copies, a full ring) count as idle
+    for (const auto& iv : e.ran_us) {
+      if (iv.second > iv.first) ran_by_tower[e.tower].push_back(iv);
+    }
   }
   if (any_device_op) result.device_ms = (last - first) / 1000.0;
 
-  // Sweep over the towers' busy intervals: +1 at a start, -1 at an end. At equal times
-  // ends come first, so intervals that merely touch never count as concurrent.
-  std::vector<std::pair<double, int>> edges;
-  for (auto& [tower, intervals] : by_tower) {
-    for (const auto& iv : union_of(std::move(intervals))) {
-      edges.push_back({iv.first, +1});
-      edges.push_back({iv.second, -1});
-    }
-  }
-  std::sort(edges.begin(), edges.end());
-  int busy = 0;
-  double busy_us = 0, overlapped_us = 0, previous = 0;
-  for (const auto& [time, delta] : edges) {
-    if (busy >= 1) busy_us += time - previous;
-    if (busy >= 2) overlapped_us += time - previous;
-    busy += delta;
-    result.max_concurrent_towers = std::max(result.max_concurrent_towers, busy);
-    previous = time;
-  }
-  result.tower_busy_ms = busy_us / 1000.0;
-  result.overlap = busy_us > 0 ? overlapped_us / busy_us : 0.0;
+  const Concurrency spans = sweep(std::move(spans_by_tower));
+  result.stream_concurrent_towers = spans.max_towers;
+  result.stream_overlap = fraction(spans);
+  const Concurrency ran = result.from_kernel_stamps ? sweep(std::move(ran_by_tower)) : spans;
+  result.max_concurrent_towers = ran.max_towers;
+  result.tower_busy_ms = ran.busy_us / 1000.0;
+  result.overlap = fraction(ran);
   return result;
 }
 

@@ -5,6 +5,14 @@
 // union of each tower's op intervals and sweep over them:
 //   max_concurrent_towers  the largest number of towers busy at the same instant;
 //   overlap                time with >= 2 towers busy / time with >= 1 tower busy (0..1);
+// What "runs" means depends on how the spans were timed:
+//   host backend   a span is the worker thread running the op: real execution;
+//   cuda backend   when a step has stamped spans (TraceEvent::stamped), a tower is busy
+//                  only while its own kernels ran (their %globaltimer stamps, ran_us):
+//                  kernels that actually ran together. cuBLAS GEMMs and copies carry no
+//                  stamps and count as idle, so this is a lower bound. The event-timed
+//                  spans (stream occupancy, queued time included: an upper bound) are
+//                  still analysed, as stream_concurrent_towers and stream_overlap.
 //   device_ms              first device op start to last device op end in the step;
 //   host_enqueue_ms        total of host spans named "enqueue" in the step.
 // Intervals that only touch (one ends where the next starts) do not overlap.
@@ -25,6 +33,11 @@ struct StepAnalysis {
   double device_ms = 0;           ///< span of all device ops of the step
   double tower_busy_ms = 0;       ///< time with at least one tower busy
   double host_enqueue_ms = 0;     ///< host time spent enqueueing the step
+  /// True when the tower metrics above come from kernel stamps (cuda), false when from
+  /// the spans themselves (host threads).
+  bool from_kernel_stamps = false;
+  int stream_concurrent_towers = 0;  ///< as max_concurrent_towers, from the spans alone
+  double stream_overlap = 0;         ///< as overlap, from the spans alone
 };
 
 /// A time interval [first, second) in microseconds.

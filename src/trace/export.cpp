@@ -43,6 +43,9 @@ std::string xml_escaped(const std::string& text) {
   return out;
 }
 
+// Thread id of the kernels' stamped intervals of stream s: kRanTrack + s.
+constexpr int kRanTrack = 100;
+
 // Process id in the JSON: devices keep their index, host spans get a separate one.
 int pid_of(const TraceEvent& e) { return e.device < 0 ? 1000 : e.device; }
 
@@ -68,6 +71,14 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
         << ",\"args\":{\"tower\":" << e.tower << ",\"step\":" << e.step << "}}";
     first = false;
+    // cuda: when the op's own kernels ran (their stamps), on a track of their own beside
+    // the stream's (tid kRanTrack + stream), so that queued time shows as the gap between.
+    for (const auto& [from, to] : e.ran_us) {
+      out << ",\n{\"ph\":\"X\",\"name\":\"" << json_escaped(e.name) << " (ran)\",\"pid\":"
+          << pid_of(e) << ",\"tid\":" << kRanTrack + std::max(e.stream, 0) << ",\"ts\":" << from
+          << ",\"dur\":" << (to - from) << ",\"args\":{\"tower\":" << e.tower
+          << ",\"step\":" << e.step << "}}";
+    }
   }
   out << "\n]}\n";
   return out.str();

@@ -4,8 +4,9 @@
 // Every op a stream runs is one TraceEvent: device, stream, tower, step, name, start, end
 // (microseconds since the trace's epoch). The host backend stamps events in the worker
 // thread with the steady clock; the cuda backend records a CUDA event pair around each op
-// and resolves the pairs in collect(). Host-side spans (how long the tower loop took to
-// *enqueue* a step) are added by programs with add_host_span().
+// and resolves the pairs in collect(), together with the times its kernels stamped
+// themselves (ran_us). Host-side spans (how long the tower loop took to *enqueue* a step)
+// are added by programs with add_host_span().
 //
 // Spans may be added by any thread at any time, also while collect() runs: an input
 // producer enqueues traced copies whenever a slot frees up. So collect() resolves only
@@ -22,6 +23,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace towers {
@@ -35,6 +37,13 @@ struct TraceEvent {
   std::string name;      ///< op name: "busy", "copy", "conv1", "enqueue", ...
   double start_us = 0;   ///< start, microseconds since the trace's epoch
   double end_us = 0;     ///< end, microseconds since the trace's epoch
+  /// cuda: when the op's own kernels ran, read off their %globaltimer stamps
+  /// (runtime/kernel_stamps.hpp); start_us..end_us is then the stream's occupancy, which
+  /// includes time queued behind other streams. Empty for ops with no stamped kernel
+  /// (cuBLAS GEMMs, copies) and on the host backend.
+  std::vector<std::pair<double, double>> ran_us = {};
+  /// Whether ran_us is this op's full record of its own kernels (cuda, every launch stamped).
+  bool stamped = false;
 };
 
 /// Collects TraceEvents from every stream of a runtime.

@@ -29,6 +29,9 @@ TEST(StreamTowers, TowersOverlapWithinAStep) {
   EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
   EXPECT_GT(r.number("overlap"), 0.0) << r.output;
   EXPECT_EQ(r.last("towers_meet"), "device0");
+  // On the host a span is a worker thread running the op: what ran is what the streams held.
+  EXPECT_EQ(r.last("concurrency_from"), "host_threads") << r.output;
+  EXPECT_EQ(r.last("stream_concurrent_towers"), "2") << r.output;
 }
 
 TEST(StreamTowers, RendezvousAcrossTowersMeets) {

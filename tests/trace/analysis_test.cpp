@@ -2,6 +2,7 @@
 // Trace analysis on hand-made intervals, where the right answer is known.
 #include <gtest/gtest.h>
 
+#include <utility>
 #include <vector>
 
 #include "trace/analysis.hpp"
@@ -61,6 +62,75 @@ TEST(TraceAnalysis, StepsAreAnalysedSeparately) {
   EXPECT_EQ(steps[0].max_concurrent_towers, 1);
   EXPECT_EQ(steps[1].max_concurrent_towers, 2);
   EXPECT_EQ(analyze_step(events, -1).max_concurrent_towers, 2) << "-1 means every step";
+}
+
+// A cuda op of `tower`: the stream held it from `start_ms` to `end_ms` (its event pair),
+// and its own kernels ran during `ran_ms` (their %globaltimer stamps).
+TraceEvent stamped_op(int tower, double start_ms, double end_ms,
+                      std::vector<std::pair<double, double>> ran_ms) {
+  TraceEvent e{0, tower, tower, 0, "op", start_ms * 1000, end_ms * 1000};
+  for (auto [from, to] : ran_ms) e.ran_us.push_back({from * 1000, to * 1000});
+  e.stamped = true;
+  return e;
+}
+
+TEST(TraceAnalysis, KernelQueuedBehindAnotherStreamIsOnlyStreamOccupancy) {
+  // One GPU, two streams. Tower 0's kernel fills the GPU from 0 to 10 ms. Tower 1's stream
+  // reaches its op at 1 ms (its start event completes), but its kernel waits for room
+  // until 10 ms and runs to 20 ms. The event spans overlap for 9 ms; the kernels never ran
+  // together.
+  std::vector<TraceEvent> events = {stamped_op(0, 0, 10, {{0, 10}}),
+                                    stamped_op(1, 1, 20, {{10, 20}})};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_TRUE(a.from_kernel_stamps);
+  EXPECT_EQ(a.stream_concurrent_towers, 2) << "both streams held work from 1 to 10 ms";
+  EXPECT_NEAR(a.stream_overlap, 9.0 / 20.0, 1e-12);
+  EXPECT_EQ(a.max_concurrent_towers, 1) << "no two kernels ran at the same time";
+  EXPECT_DOUBLE_EQ(a.overlap, 0.0);
+  EXPECT_DOUBLE_EQ(a.tower_busy_ms, 20.0);
+}
+
+TEST(TraceAnalysis, KernelsThatRanTogetherAreConcurrent) {
+  // Small kernels that leave room on the GPU: tower 1's runs 4-12 ms beside tower 0's 0-10.
+  std::vector<TraceEvent> events = {stamped_op(0, 0, 10, {{0, 10}}),
+                                    stamped_op(1, 0, 12, {{4, 12}})};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_EQ(a.max_concurrent_towers, 2);
+  EXPECT_NEAR(a.overlap, 6.0 / 12.0, 1e-12);
+  EXPECT_NEAR(a.stream_overlap, 10.0 / 12.0, 1e-12);
+}
+
+TEST(TraceAnalysis, OnlyTheKernelsOfAnOpCountNotTheGapsBetweenThem) {
+  // Tower 0's op launches two kernels with a cuBLAS GEMM between them (0-3 and 8-10 ms);
+  // tower 1's kernel runs 4-7 ms, inside tower 0's span but between its kernels. A GEMM
+  // carries no stamps: it counts as idle (a lower bound), never as running.
+  std::vector<TraceEvent> events = {stamped_op(0, 0, 10, {{0, 3}, {8, 10}}),
+                                    stamped_op(1, 0, 7, {{4, 7}}), stamped_op(1, 0, 10, {})};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_EQ(a.stream_concurrent_towers, 2);
+  EXPECT_EQ(a.max_concurrent_towers, 1);
+  EXPECT_DOUBLE_EQ(a.tower_busy_ms, 8.0);
+}
+
+TEST(TraceAnalysis, UnstampedSpansOfAStampedStepCountAsIdle) {
+  // A copy (no kernel of ours) or an op whose stamp was lost spans the whole step on
+  // tower 1; with stamps in the step, only stamped kernels say what ran.
+  TraceEvent copy{0, 1, 1, 0, "copy", 0, 10000};
+  std::vector<TraceEvent> events = {stamped_op(0, 0, 10, {{0, 10}}), copy};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_TRUE(a.from_kernel_stamps);
+  EXPECT_EQ(a.max_concurrent_towers, 1);
+  EXPECT_EQ(a.stream_concurrent_towers, 2);
+}
+
+TEST(TraceAnalysis, SpansWithoutStampsAreWhatRanOnTheHost) {
+  // Host backend: a span is a worker thread running the op; both views agree.
+  std::vector<TraceEvent> events = {span(0, 0, 0, 10), span(1, 1, 5, 15)};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_FALSE(a.from_kernel_stamps);
+  EXPECT_EQ(a.max_concurrent_towers, 2);
+  EXPECT_EQ(a.stream_concurrent_towers, 2);
+  EXPECT_DOUBLE_EQ(a.overlap, a.stream_overlap);
 }
 
 }  // namespace

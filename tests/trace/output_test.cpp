@@ -65,6 +65,17 @@ TEST(ChromeTrace, HasOneSliceForEveryOpWithTowerAndStep) {
   EXPECT_NE(json.find("\"name\":\"device 1\""), std::string::npos);
 }
 
+TEST(ChromeTrace, StampedKernelsGetSlicesOnATrackBesideTheirStream) {
+  // cuda: the stream held the op 0-2 ms, its kernel ran 1.5-2 ms (queued before that).
+  std::vector<TraceEvent> events = {span(0, 0, 0, 2)};
+  events[0].ran_us = {{1500, 2000}};
+  events[0].stamped = true;
+  std::string json = chrome_trace_json(events);
+  const std::string ran =
+      "\"name\":\"op (ran)\",\"pid\":0,\"tid\":100,\"ts\":1500.000,\"dur\":500.000";
+  EXPECT_NE(json.find(ran), std::string::npos) << json;
+}
+
 TEST(Svg, DrawsOneRectanglePerOp) {
   std::vector<TraceEvent> events = {span(0, 0, 0, 1), span(1, 1, 0, 2), span(1, 1, 2, 3)};
   std::string svg = timeline_svg(events, "t");

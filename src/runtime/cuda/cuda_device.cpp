@@ -31,9 +31,54 @@ CudaDevice::CudaDevice(int ordinal, Trace& trace) : ordinal_(ordinal), trace_(tr
   CUDA_CHECK(cudaEventSynchronize(epoch->handle()));
   epoch_host_us_ = trace_.now_us();
   epoch_ = std::move(epoch);
+  make_kernel_stamps();
 }
 
 CudaDevice::~CudaDevice() = default;
+
+void CudaDevice::make_kernel_stamps() {
+  CUDA_CHECK(cudaSetDevice(ordinal_));
+  const std::size_t bytes = kKernelStampRecords * sizeof(KernelStampRecord);
+  void* raw = nullptr;
+  CUDA_CHECK(cudaMalloc(&raw, bytes));
+  const int ordinal = ordinal_;
+  // Owned by the copy function below, so the records live as long as any resolver that
+  // may still read them, also past this device.
+  std::shared_ptr<void> memory(raw, [ordinal](void* p) {
+    release(cudaSetDevice(ordinal), "cudaSetDevice");
+    release(cudaFree(p), "cudaFree");
+  });
+  auto* records = static_cast<KernelStampRecord*>(raw);
+
+  // The anchor: a one-thread kernel reads %globaltimer on a private stream, then an event
+  // completes. The event's time since epoch() puts the reading on the trace's axis, late
+  // by the microsecond or two between the read and the event.
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudaEvent after(ordinal_, /*timing=*/true);
+  unsigned long long anchor_ns = 0;
+  CUDA_CHECK(cudaMemsetAsync(raw, 0, bytes, stream));  // all-zero records: "none yet"
+  launch_cuda_read_clock(stream, &records[0].start_ns);
+  CUDA_CHECK(cudaEventRecord(after.handle(), stream));
+  CUDA_CHECK(cudaEventSynchronize(after.handle()));
+  CUDA_CHECK(cudaMemcpy(&anchor_ns, &records[0].start_ns, sizeof anchor_ns,
+                        cudaMemcpyDeviceToHost));
+  // Record 0 lent its start_ns to the reading: all-zero again before the ring hands it out.
+  CUDA_CHECK(cudaMemsetAsync(raw, 0, sizeof(KernelStampRecord), stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  release(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  stamp_clock_ = {anchor_ns, epoch_host_us_ + after.elapsed_ms_since(*epoch_) * 1000.0};
+
+  stamps_ = std::make_shared<KernelStampBuffer>(
+      records, kKernelStampRecords,
+      [ordinal, memory, records](KernelStampRecord* dst, std::size_t first, std::size_t count) {
+        // Plain cudaMemcpy: on the legacy stream, which our non-blocking streams never wait
+        // for, so the copy does not wait for work still running either.
+        CUDA_CHECK(cudaSetDevice(ordinal));
+        CUDA_CHECK(cudaMemcpy(dst, records + first, count * sizeof(KernelStampRecord),
+                              cudaMemcpyDeviceToHost));
+      });
+}
 
 std::unique_ptr<Stream> CudaDevice::create_stream() {
   return std::make_unique<CudaStream>(*this, next_stream_index_++, trace_);

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "runtime/device.hpp"
+#include "runtime/kernel_stamps.hpp"
 #include "trace/trace.hpp"
 
 namespace towers {
@@ -40,14 +41,31 @@ class CudaDevice final : public Device {
   /// An event recorded on this device when it was opened: zero of its trace times.
   const std::shared_ptr<Event>& epoch() const { return epoch_; }
 
+  /// The ring of kernel stamp records of this device (kKernelStampRecords). Made with the
+  /// device, not on first use: cudaMalloc may synchronize the device, which inside a step
+  /// could stall a rendezvous probe that waits for towers not yet enqueued.
+  const std::shared_ptr<KernelStampBuffer>& kernel_stamps() const { return stamps_; }
+  /// Maps this device's %globaltimer onto the trace's axis.
+  const StampClock& stamp_clock() const { return stamp_clock_; }
+  /// Records in the ring: far more kernels than a step of any chapter launches.
+  static constexpr std::size_t kKernelStampRecords = 1 << 15;
+
  private:
+  void make_kernel_stamps();
+
   int ordinal_;
   Trace& trace_;
   std::string name_;
   std::shared_ptr<Event> epoch_;
   double epoch_host_us_ = 0;
   std::atomic<int> next_stream_index_{0};
+  std::shared_ptr<KernelStampBuffer> stamps_;
+  StampClock stamp_clock_;
 };
+
+/// Launches a one-thread kernel on `stream` that writes %globaltimer to `out` (device
+/// memory). Used to anchor a device's kernel stamps (probe_kernels.cu).
+void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out);
 
 /// A CUDA event, made on one device; record it on a stream of that device.
 class CudaEvent final : public Event {

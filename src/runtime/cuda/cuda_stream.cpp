@@ -30,48 +30,59 @@ CudaStream::~CudaStream() {
 }
 
 template <typename Enqueue>
-void CudaStream::traced(std::string_view name, Enqueue&& enqueue) {
+void CudaStream::traced(std::string_view name, bool stamped, Enqueue&& enqueue) {
   CUDA_CHECK(cudaSetDevice(device_.index()));
   if (!trace_.enabled()) {
-    enqueue();
+    enqueue(nullptr);
     return;
   }
   auto start = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
   auto end = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
+  // The op's kernels stamp their own run (runtime/kernel_stamps.hpp): the event pair says
+  // when the stream held the op, the stamps when its kernels were on the GPU.
+  std::shared_ptr<OpKernelStamps> stamps;
+  if (stamped) {
+    stamps = std::make_shared<OpKernelStamps>(device_.kernel_stamps(), device_.stamp_clock());
+  }
   const std::string label = traced_name(name);
   CUDA_CHECK(cudaEventRecord(start->handle(), stream_));
   nvtxRangePushA(label.c_str());  // Nsight Systems shows the same names as our trace
-  enqueue();
+  enqueue(stamps.get());
   nvtxRangePop();
   CUDA_CHECK(cudaEventRecord(end->handle(), stream_));
   TraceEvent span{device_.index(), index_, tower(), trace_.step(), label, 0, 0};
   // Resolved by Trace::collect() once `end` has completed; until then the span stays
   // pending (a producer thread's copy may be in flight while the step is collected).
-  trace_.add_pending(std::move(span), resolve_when_complete({device_.epoch(), device_.epoch_host_us(),
-                                                             std::move(start), std::move(end)}));
+  trace_.add_pending(std::move(span),
+                     resolve_when_complete({device_.epoch(), device_.epoch_host_us(),
+                                            std::move(start), std::move(end), std::move(stamps)}));
 }
 
 void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda) {
   trace_.count_host_enqueue();
-  traced(name, [&] {
+  traced(name, /*stamped=*/true, [&](KernelStampSink* stamps) {
     if (blas_ == nullptr) {
       // Made on first use: chapters that never call cuBLAS never pay for a handle.
       CUBLAS_CHECK(cublasCreate(&blas_));
       CUBLAS_CHECK(cublasSetStream(blas_, stream_));
     }
-    cuda(CudaLaunchContext{stream_, blas_, device_.index()});
+    cuda(CudaLaunchContext{stream_, blas_, device_.index(), stamps});
   });
 }
 
 void CudaStream::copy(void* dst, const void* src, std::size_t bytes, std::string_view name) {
   trace_.count_host_enqueue();
   // cudaMemcpyDefault: unified addressing tells host, device and peer memory apart.
-  traced(name, [&] { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_)); });
+  // Copies run on copy engines, not in our kernels: nothing stamps them.
+  traced(name, /*stamped=*/false, [&](KernelStampSink*) {
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  });
 }
 
 void CudaStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) {
   trace_.count_host_enqueue();
-  traced(name, [&] { CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); });
+  traced(name, /*stamped=*/false,
+         [&](KernelStampSink*) { CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_)); });
 }
 
 void CudaStream::record(Event& event) {

@@ -27,9 +27,10 @@ class CudaStream final : public Stream {
   void synchronize() override;
 
  private:
-  // Runs `enqueue` (which must only enqueue on stream_) as one traced op named `name`.
+  // Runs `enqueue(KernelStampSink*)` (which must only enqueue on stream_) as one traced op
+  // named `name`. When tracing and `stamped`, the sink stamps the op's kernels; else null.
   template <typename Enqueue>
-  void traced(std::string_view name, Enqueue&& enqueue);
+  void traced(std::string_view name, bool stamped, Enqueue&& enqueue);
 
   CudaDevice& device_;
   int index_;

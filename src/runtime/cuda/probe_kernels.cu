@@ -5,29 +5,34 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/globaltimer.cuh"
+#include "kernels/cuda/launch.cuh"
+#include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda_backend.hpp"
 
 namespace towers {
 namespace {
 
-__device__ unsigned long long globaltimer_ns() {
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-}
+using cuda::globaltimer_ns;
+using cuda::next_stamp;
+using cuda::stamp_begin;
+using cuda::stamp_end;
 
-__global__ void busy_kernel(unsigned long long duration_ns) {
+__global__ void busy_kernel(KernelStamp stamp, unsigned long long duration_ns) {
+  stamp_begin(stamp);
   const unsigned long long start = globaltimer_ns();
   while (globaltimer_ns() - start < duration_ns) {
   }
+  stamp_end(stamp);
 }
 
 // flags (mapped pinned host memory, visible to every GPU):
 //   present[n]: 1 while participant i runs, 2 after it left;
 //   seen[n]:    most participants i saw running at once;
 //   met[1]:     set by whoever saw all n, so the others stop waiting.
-__global__ void rendezvous_kernel(volatile int* flags, int n, int slot,
+__global__ void rendezvous_kernel(KernelStamp stamp, volatile int* flags, int n, int slot,
                                   unsigned long long timeout_ns) {
+  stamp_begin(stamp);
   volatile int* present = flags;
   volatile int* seen = flags + n;
   volatile int* met = flags + 2 * n;
@@ -45,20 +50,30 @@ __global__ void rendezvous_kernel(volatile int* flags, int n, int slot,
   seen[slot] = most;
   present[slot] = 2;
   __threadfence_system();
+  stamp_end(stamp);
 }
+
+// One reading of the clock, for the anchor that maps a device's stamps onto the trace.
+__global__ void read_clock_kernel(unsigned long long* out) { *out = globaltimer_ns(); }
 
 }  // namespace
 
+void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out) {
+  read_clock_kernel<<<1, 1, 0, stream>>>(out);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms) {
   busy_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-      static_cast<unsigned long long>(ms * 1e6));
+      next_stamp(ctx), static_cast<unsigned long long>(ms * 1e6));
   CUDA_CHECK(cudaGetLastError());
 }
 
 void launch_cuda_rendezvous(const CudaLaunchContext& ctx, int* flags, int participants, int slot,
                             std::chrono::milliseconds timeout) {
   rendezvous_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
-      flags, participants, slot, static_cast<unsigned long long>(timeout.count()) * 1000000ull);
+      next_stamp(ctx), flags, participants, slot,
+      static_cast<unsigned long long>(timeout.count()) * 1000000ull);
   CUDA_CHECK(cudaGetLastError());
 }
 
