@@ -16,13 +16,14 @@
 // On the host, for each --threads count, towers and bench/torch_cifar10.py (the same
 // model in PyTorch, same threads, batch and steps) run alternately, --pairs times: on a
 // shared machine the load changes from minute to minute, so only runs made next to each
-// other compare. The ratio is the median over pairs of (towers / PyTorch), each side a
-// run's median step. The machine's limit comes first: OpenBLAS's sgemm on one large square
-// product with 1 and with the most threads asked for, in GFLOP/s; divided by the FLOPs
-// of one image's matrix products (Network::multiply_adds_per_image, from the layer
-// shapes) it is the ceiling in images/s that no implementation built on that sgemm passes,
-// and towers' share of it is printed. Without PyTorch the summaries say pytorch=missing
-// and carry towers and the ceiling only.
+// other compare. The ratio is the median over rounds of (towers / PyTorch), each side a
+// run's median step. Each round begins with the machine's limit: OpenBLAS's sgemm on one
+// large square product with its own threads at that count, in GFLOP/s; divided by the
+// FLOPs of one image's matrix products (Network::multiply_adds_per_image, from the layer
+// shapes) it is the ceiling in images/s that a step made only of those products would
+// reach, and towers' share of it is the median over rounds of towers / that round's
+// ceiling. Without PyTorch the summaries say pytorch=missing and carry towers and the
+// ceiling only.
 //
 // On the host backend a device is one stream is one worker thread: ops run one after
 // another on it, and each op splits its work over --threads threads
@@ -432,6 +433,8 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
   }
   if (options.sgemm_size < 0) throw UsageError("--sgemm-size must be at least 0");
   runtime_options.devices = 1;  // one tower on one device
+  // Line by line even into a file or pipe: a run takes minutes, and its rows show progress.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   auto runtime = Runtime::create(runtime_options);
   const bool host = runtime->backend() == Backend::kHost;
   Trainer trainer(runtime->device(0), options.batch_size);
