@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Faster host loops for four data-movement ops, with the same results bit for bit.
+// Faster host loops for four data-movement ops, with the same results bit for bit; and
+// two fused convolution ops (at the end) that run a layer's passes tile by tile.
 //
 // The host loops of kernels/host compute every output element on its own, index
 // arithmetic included, exactly as a CUDA thread does; that is what makes them the GPU's
