@@ -6,7 +6,7 @@
 Times forward + backward + SGD on one fixed random batch, the way bench_train times
 towers (each step from its start to its end, median and best), and ends with
 
-    summary: framework=pytorch threads=2 batch_size=128 images_per_sec=... images_per_sec_best=...
+    summary: framework=pytorch version=2.x.y threads=2 batch_size=128 images_per_sec=... ...
 
 The model is cifar10.py's: conv 5x5x64 + ReLU, max pool 3x3/2, LRN, conv 5x5x64 + ReLU,
 LRN, max pool, local3 (384) + ReLU, local4 (192) + ReLU, softmax_linear (10), weight
@@ -76,7 +76,9 @@ def main():
     print(f"# pytorch {torch.__version__}: {args.threads} threads, batch {args.batch_size}, "
           f"median {med * 1e3:.2f} ms, best {best * 1e3:.2f} ms, "
           f"loss {first_loss:.4f} -> {loss:.4f}")
-    print(f"summary: framework=pytorch threads={args.threads} batch_size={args.batch_size} "
+    version = torch.__version__.split("+")[0]  # "2.5.1+cpu" -> "2.5.1"
+    print(f"summary: framework=pytorch version={version} threads={args.threads} "
+          f"batch_size={args.batch_size} "
           f"images_per_sec={args.batch_size / med:.1f} "
           f"images_per_sec_best={args.batch_size / best:.1f} step_ms={med * 1e3:.2f}")
 

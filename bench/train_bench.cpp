@@ -1,27 +1,36 @@
 // SPDX-License-Identifier: MIT
 // bench_train: how many images per second one tower trains, forward + backward + SGD
-// update of the tutorial's model, with a per-op breakdown of one step read off the trace.
+// update of the tutorial's model, against PyTorch and against the machine's limit, with a
+// per-op breakdown of one step read off the trace.
 //
 //   build/bin/bench_train                      # host: 1 and 2 op threads, PyTorch if present
 //   build/bin/bench_train --backend cuda       # one GPU
-//   build/bin/bench_train --threads 1,2,4 --batch-size 64 --steps 20
+//   build/bin/bench_train --threads 2 --pairs 5 --python ~/venv-torch/bin/python3
 //
-// Each case trains one Network on one stream: `warmup` untimed steps, then `steps` timed
+// A run trains one Network on one stream: `warmup` untimed steps, then `steps` timed
 // ones, each timed on the host clock from its first enqueue to the stream's completion
 // (the step of chapter 1 without the input pipeline and the moving averages). Inputs are
 // one fixed random batch, so the timed steps fit it: the loss must fall and stay finite,
-// the correctness column of the table. Step times are noisy on shared machines: the table
-// gives the median and the best; compare medians across runs, bests across loads.
+// the correctness column of the table.
+//
+// On the host, for each --threads count, towers and bench/torch_cifar10.py (the same
+// model in PyTorch, same threads, batch and steps) run alternately, --pairs times: on a
+// shared machine the load changes from minute to minute, so only runs made next to each
+// other compare. The ratio is the median over rounds of (towers / PyTorch), each side a
+// run's median step. Each round begins with the machine's limit: OpenBLAS's sgemm on one
+// large square product with its own threads at that count, in GFLOP/s; divided by the
+// FLOPs of one image's matrix products (Network::multiply_adds_per_image, from the layer
+// shapes) it is the ceiling in images/s that a step made only of those products would
+// reach, and towers' share of it is the median over rounds of towers / that round's
+// ceiling. Without PyTorch the summaries say pytorch=missing and carry towers and the
+// ceiling only.
 //
 // On the host backend a device is one stream is one worker thread: ops run one after
 // another on it, and each op splits its work over --threads threads
 // (kernels/host/parallel.hpp), so every row of the breakdown shrinks with more threads,
 // the small ops (which do not split) excepted.
-//
-// When `python3 -c "import torch"` works (or, failing that, /usr/bin/python3's, where
-// Debian's python3-torch installs), bench/torch_cifar10.py trains the same model in
-// PyTorch with 2 threads on the same batch size in the same run, and the host rows get
-// a ratio to it.
+#include <cblas.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,19 +59,18 @@ namespace {
 
 using model::kNumParameters;
 
-// The figure the issue author measured for PyTorch on the 2-core development machine,
-// printed when PyTorch is not installed so the host rows still have a yardstick.
-constexpr double kPytorchReferenceImagesPerSec = 840.0;
-
-// Where to look for a Python with torch when --python is not given: the one on PATH,
-// then the system's, where Debian's python3-torch installs (PATH may name another, e.g.
-// a pyenv or virtualenv Python without torch).
-const std::vector<std::string> kPythons = {"python3", "/usr/bin/python3"};
+// Where to look for a Python with torch when --python is not given: the one on PATH (an
+// activated virtual environment), the checkout's .venv (bench/README.md: how to make it),
+// then the system's, where Debian's python3-torch installs.
+const std::vector<std::string> kPythons = {"python3", TOWERS_BENCH_DIR "/../.venv/bin/python3",
+                                           "/usr/bin/python3"};
 
 struct BenchOptions {
   int batch_size = 128;
-  int warmup = 5;
-  int steps = 50;
+  int warmup = 3;
+  int steps = 20;  // per run
+  int pairs = 3;   // host: runs of towers and PyTorch, alternately
+  int sgemm_size = 2048;  // host: n of the n x n x n product; 0 skips it
   std::vector<int> threads = {1, 2};  // host backend only
   bool pytorch = true;
   std::string python;  // empty: the first of kPythons that has torch
@@ -205,12 +213,42 @@ void print_breakdown(Runtime& runtime, Trainer& trainer, const std::string& labe
               100.0 * (wall_ms - busy_ms) / wall_ms);
 }
 
+// The machine's sgemm speed: the best of `reps` products c[n, n] = a[n, n] b[n, n] in
+// OpenBLAS with its own `threads` threads (its best case: large, square, one call), in
+// GFLOP/s. Leaves OpenBLAS at one thread, as kernels/host/blas.cpp wants it.
+double sgemm_gflops(int n, int threads, int reps) {
+  const std::size_t count = static_cast<std::size_t>(n) * n;
+  std::vector<float> a(count), b(count), c(count);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  for (std::size_t i = 0; i < count; ++i) a[i] = value(rng), b[i] = value(rng);
+  openblas_set_num_threads(threads);
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
+                n, 0.0f, c.data(), n);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  openblas_set_num_threads(1);
+  return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+}
+
 struct PytorchResult {
   bool measured = false;
-  double images_per_sec = kPytorchReferenceImagesPerSec;
+  double images_per_sec = 0;
   double images_per_sec_best = 0;
+  std::string version;
   std::string why;  // when not measured
 };
+
+// The default Pythons, in order, as one list for messages.
+std::string python_list() {
+  std::string list;
+  for (const std::string& python : kPythons) list += (list.empty() ? "" : ", ") + python;
+  return list;
+}
 
 // The first Python that can `import torch`: --python only, if given; else kPythons.
 std::string python_with_torch(const BenchOptions& options) {
@@ -223,24 +261,13 @@ std::string python_with_torch(const BenchOptions& options) {
   return "";
 }
 
-// Runs bench/torch_cifar10.py when a Python with torch is found; parses its summary.
-PytorchResult run_pytorch(const BenchOptions& options) {
+// Runs bench/torch_cifar10.py with `python` and `threads` threads; parses its summary.
+PytorchResult run_pytorch(const BenchOptions& options, const std::string& python, int threads) {
   PytorchResult r;
-  if (!options.pytorch) {
-    r.why = "skipped (--no-pytorch)";
-    return r;
-  }
-  const std::string python = python_with_torch(options);
-  if (python.empty()) {
-    r.why = "not installed (no torch for " +
-            (options.python.empty() ? std::string("python3 or /usr/bin/python3") : options.python) +
-            ")";
-    return r;
-  }
   std::ostringstream command;
-  command << python << " " << options.pytorch_script << " --threads 2 --batch-size "
-          << options.batch_size << " --warmup " << options.warmup << " --steps " << options.steps
-          << " 2>&1";
+  command << python << " " << options.pytorch_script << " --threads " << threads
+          << " --batch-size " << options.batch_size << " --warmup " << options.warmup
+          << " --steps " << options.steps << " 2>&1";
   std::FILE* pipe = popen(command.str().c_str(), "r");
   if (pipe == nullptr) {
     r.why = "could not start " + python;
@@ -249,7 +276,7 @@ PytorchResult run_pytorch(const BenchOptions& options) {
   std::string text;
   char chunk[4096];
   while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) {
-    std::fputs(chunk, stdout);  // its own table, as printed
+    std::fputs(chunk, stdout);  // its own lines, as printed
     text += chunk;
   }
   const int status = pclose(pipe);
@@ -261,73 +288,130 @@ PytorchResult run_pytorch(const BenchOptions& options) {
   r.measured = true;
   r.images_per_sec = std::stod(summaries.back().at("images_per_sec"));
   r.images_per_sec_best = std::stod(summaries.back().at("images_per_sec_best"));
+  if (summaries.back().contains("version")) r.version = summaries.back().at("version");
   return r;
 }
 
-int run(RuntimeOptions runtime_options, const BenchOptions& options) {
-  if (options.batch_size < 1 || options.steps < 1 || options.warmup < 0) {
-    throw UsageError("--batch-size and --steps must be at least 1, --warmup at least 0");
-  }
-  for (int threads : options.threads) {
-    if (threads < 1) throw UsageError("--threads: each count must be at least 1");
-  }
-  runtime_options.devices = 1;  // one tower on one device
-  auto runtime = Runtime::create(runtime_options);
-  const bool host = runtime->backend() == Backend::kHost;
-  const std::string backend(to_string(runtime->backend()));
-  Trainer trainer(runtime->device(0), options.batch_size);
+void print_row(const std::string& who, const std::string& threads, int batch, double median_ms,
+               double best_ms, const std::string& losses, const std::string& ok) {
+  std::printf("  %-8s  %7s  %5d  %10.2f  %10.2f  %12.1f  %12.1f  %17s  %4s\n", who.c_str(),
+              threads.c_str(), batch, median_ms, best_ms, batch / median_ms * 1e3,
+              batch / best_ms * 1e3, losses.c_str(), ok.c_str());
+}
 
-  std::vector<int> cases = host ? options.threads : std::vector<int>{0};
-  std::printf("# bench_train: forward + backward + SGD, batch %d, warmup %d, %d timed steps; "
-              "one device (%s)\n",
-              options.batch_size, options.warmup, options.steps,
-              runtime->device(0).name().c_str());
-  std::printf("# %-8s  %7s  %5s  %10s  %10s  %12s  %12s  %8s  %8s  %4s\n", "backend", "threads",
-              "batch", "median(ms)", "best(ms)", "img/s(med)", "img/s(best)", "loss0", "lossN",
-              "ok");
-  std::vector<CaseResult> results;
-  for (int threads : cases) {
-    if (host) ops::set_host_op_threads(threads);
+// One thread count on the host: `pairs` rounds, each the sgemm, a towers run and a
+// PyTorch run, one right after the other, so that each ratio compares runs under the
+// same load.
+struct HostCase {
+  std::vector<CaseResult> towers;
+  std::vector<double> pytorch_ips;  // empty without PyTorch
+  std::string pytorch_version;
+  std::vector<double> ratios;  // towers / PyTorch images/s, one per round
+  std::vector<double> gflops;  // sgemm, one per round (empty with --sgemm-size 0)
+  std::vector<double> shares;  // towers images/s / that round's ceiling
+};
+
+HostCase run_host_case(Trainer& trainer, const BenchOptions& options, int threads,
+                       const std::string& python, double flops_per_image) {
+  HostCase hc;
+  char note[96];
+  for (int round = 0; round < options.pairs; ++round) {
+    if (options.sgemm_size > 0) {
+      const double g = sgemm_gflops(options.sgemm_size, threads, 3);
+      hc.gflops.push_back(g);
+      std::printf("# sgemm %d^3, OpenBLAS, %d thread(s): %.1f GFLOP/s (best of 3) -> ceiling "
+                  "%.0f images/s\n",
+                  options.sgemm_size, threads, g, g * 1e9 / flops_per_image);
+    }
+    ops::set_host_op_threads(threads);
     const CaseResult r = run_case(trainer, options);
-    results.push_back(r);
-    std::printf("  %-8s  %7s  %5d  %10.2f  %10.2f  %12.1f  %12.1f  %8.4f  %8.4f  %4s\n",
-                backend.c_str(), host ? std::to_string(threads).c_str() : "-",
-                options.batch_size, r.median_s * 1e3, r.best_s * 1e3,
-                options.batch_size / r.median_s, options.batch_size / r.best_s, r.first_loss,
-                r.last_loss, r.ok ? "yes" : "NO");
+    hc.towers.push_back(r);
+    const double ips = options.batch_size / r.median_s;
+    if (!hc.gflops.empty()) hc.shares.push_back(ips / (hc.gflops.back() * 1e9 / flops_per_image));
+    std::snprintf(note, sizeof note, "%.4f -> %.4f", r.first_loss, r.last_loss);
+    print_row("towers", std::to_string(threads), options.batch_size, r.median_s * 1e3,
+              r.best_s * 1e3, note, r.ok ? "yes" : "NO");
+    if (python.empty()) continue;
+    const PytorchResult p = run_pytorch(options, python, threads);
+    if (!p.measured) {
+      std::printf("# pytorch: %s\n", p.why.c_str());
+      continue;
+    }
+    hc.pytorch_ips.push_back(p.images_per_sec);
+    hc.pytorch_version = p.version.empty() ? "unknown" : p.version;
+    hc.ratios.push_back(ips / p.images_per_sec);
+    std::snprintf(note, sizeof note, "ratio %.2f", hc.ratios.back());
+    print_row("pytorch", std::to_string(threads), options.batch_size,
+              options.batch_size / p.images_per_sec * 1e3,
+              options.batch_size / p.images_per_sec_best * 1e3, note, "");
   }
-  for (int threads : cases) {
-    if (host) ops::set_host_op_threads(threads);
-    print_breakdown(*runtime, trainer,
-                    host ? backend + ", " + std::to_string(threads) + " op thread(s)" : backend);
-  }
+  return hc;
+}
 
-  PytorchResult pytorch;
-  if (host) {
-    std::printf("#\n");
-    pytorch = run_pytorch(options);
-    if (!pytorch.measured) {
-      std::printf("# pytorch: %s (reference figure: ~%.0f images/s median on this 2-core "
-                  "machine, batch 128, measured by the issue author)\n",
-                  pytorch.why.c_str(), kPytorchReferenceImagesPerSec);
+int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options) {
+  const double flops_per_image = 2.0 * model::Network::multiply_adds_per_image();
+  std::printf("# matrix products of one image's step: %.1f MFLOP (from the layer shapes)\n",
+              flops_per_image / 1e6);
+  std::string python;
+  std::string why;
+  if (!options.pytorch) {
+    why = "skipped (--no-pytorch)";
+  } else {
+    python = python_with_torch(options);
+    if (python.empty()) {
+      why = "not installed (no torch for " +
+            (options.python.empty() ? python_list() : options.python) +
+            "; bench/README.md says how to install it)";
     }
   }
+  if (!why.empty()) std::printf("# pytorch: %s; towers and the ceiling only\n", why.c_str());
+  std::printf("# %-8s  %7s  %5s  %10s  %10s  %12s  %12s  %17s  %4s\n", "who", "threads", "batch",
+              "median(ms)", "best(ms)", "img/s(med)", "img/s(best)", "loss0 -> lossN", "ok");
+  std::vector<HostCase> cases;
+  for (int threads : options.threads) {
+    cases.push_back(run_host_case(trainer, options, threads, python, flops_per_image));
+  }
+  for (int threads : options.threads) {
+    ops::set_host_op_threads(threads);
+    print_breakdown(runtime, trainer, "host, " + std::to_string(threads) + " op thread(s)");
+  }
+
   bool all_ok = true;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const CaseResult& r = results[i];
-    all_ok = all_ok && r.ok;
+    const HostCase& hc = cases[i];
+    std::vector<double> medians, bests;
+    bool ok = true;
+    for (const CaseResult& r : hc.towers) {
+      medians.push_back(r.median_s);
+      bests.push_back(r.best_s);
+      ok = ok && r.ok;
+    }
+    all_ok = all_ok && ok;
     Summary summary;
-    summary.add("backend", backend);
-    if (host) summary.add("threads", cases[i]);
-    summary.add("batch_size", options.batch_size)
-        .add("images_per_sec", options.batch_size / r.median_s, 1)
-        .add("images_per_sec_best", options.batch_size / r.best_s, 1)
-        .add("step_ms", r.median_s * 1e3, 2)
-        .add("loss_falls", std::string(r.ok ? "yes" : "no"));
-    if (host) {
-      summary.add("pytorch_images_per_sec", pytorch.images_per_sec, 1)
-          .add("pytorch", std::string(pytorch.measured ? "measured" : "reference"))
-          .add("ratio", options.batch_size / r.median_s / pytorch.images_per_sec, 2);
+    summary.add("backend", std::string("host"))
+        .add("threads", options.threads[i])
+        .add("batch_size", options.batch_size)
+        .add("images_per_sec", options.batch_size / median(medians), 1)
+        .add("images_per_sec_best",
+             options.batch_size / *std::min_element(bests.begin(), bests.end()), 1)
+        .add("step_ms", median(medians) * 1e3, 2)
+        .add("loss_falls", std::string(ok ? "yes" : "no"))
+        .add("rounds", options.pairs);
+    if (!hc.ratios.empty()) {
+      summary.add("pytorch", std::string("measured"))
+          .add("pytorch_version", hc.pytorch_version)
+          .add("pytorch_images_per_sec", median(hc.pytorch_ips), 1)
+          .add("ratio", median(hc.ratios), 2)
+          .add("pairs", static_cast<int>(hc.ratios.size()));
+    } else {
+      summary.add("pytorch", std::string(python.empty() ? "missing" : "failed"));
+    }
+    if (!hc.gflops.empty()) {
+      const double gflops = median(hc.gflops);
+      summary.add("mflop_per_image", flops_per_image / 1e6, 1)
+          .add("sgemm_gflops", gflops, 1)
+          .add("ceiling_images_per_sec", gflops * 1e9 / flops_per_image, 0)
+          .add("ceiling_share", median(hc.shares), 2);
     }
     summary.print();
   }
@@ -338,12 +422,58 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
   return 0;
 }
 
+int run(RuntimeOptions runtime_options, const BenchOptions& options) {
+  if (options.batch_size < 1 || options.steps < 1 || options.warmup < 0 || options.pairs < 1) {
+    throw UsageError(
+        "--batch-size, --steps and --pairs must be at least 1, --warmup at least 0");
+  }
+  if (options.threads.empty()) throw UsageError("--threads: give at least one count");
+  for (int threads : options.threads) {
+    if (threads < 1) throw UsageError("--threads: each count must be at least 1");
+  }
+  if (options.sgemm_size < 0) throw UsageError("--sgemm-size must be at least 0");
+  runtime_options.devices = 1;  // one tower on one device
+  // Line by line even into a file or pipe: a run takes minutes, and its rows show progress.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  auto runtime = Runtime::create(runtime_options);
+  const bool host = runtime->backend() == Backend::kHost;
+  Trainer trainer(runtime->device(0), options.batch_size);
+  std::printf("# bench_train: forward + backward + SGD, batch %d, warmup %d, %d timed steps "
+              "per run; one device (%s)\n",
+              options.batch_size, options.warmup, options.steps,
+              runtime->device(0).name().c_str());
+  if (host) return run_host(*runtime, trainer, options);
+
+  // A GPU: one run, no PyTorch (scripts/gpu-bench.d runs PyTorch's GPU script beside it).
+  const CaseResult r = run_case(trainer, options);
+  char losses[64];
+  std::snprintf(losses, sizeof losses, "%.4f -> %.4f", r.first_loss, r.last_loss);
+  std::printf("# %-8s  %7s  %5s  %10s  %10s  %12s  %12s  %17s  %4s\n", "who", "threads", "batch",
+              "median(ms)", "best(ms)", "img/s(med)", "img/s(best)", "loss0 -> lossN", "ok");
+  print_row("cuda", "-", options.batch_size, r.median_s * 1e3, r.best_s * 1e3, losses,
+            r.ok ? "yes" : "NO");
+  print_breakdown(*runtime, trainer, "cuda");
+  Summary summary;
+  summary.add("backend", std::string("cuda"))
+      .add("batch_size", options.batch_size)
+      .add("images_per_sec", options.batch_size / r.median_s, 1)
+      .add("images_per_sec_best", options.batch_size / r.best_s, 1)
+      .add("step_ms", r.median_s * 1e3, 2)
+      .add("loss_falls", std::string(r.ok ? "yes" : "no"));
+  summary.print();
+  if (!r.ok) {
+    std::fprintf(stderr, "error: the loss did not fall or was not finite\n");
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 }  // namespace towers
 
 int main(int argc, char** argv) {
   CLI::App app{"Times one tower's training step (forward + backward + SGD): images/s, per-op "
-               "breakdown, and PyTorch on the host when installed"};
+               "breakdown; on the host beside PyTorch (when installed) and the sgemm ceiling"};
   towers::RuntimeOptions runtime_options;
   towers::BenchOptions options;
   app.add_option_function<std::string>(
@@ -354,12 +484,19 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", options.batch_size, "images per step")->capture_default_str();
   app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
   app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
+  app.add_option("--pairs", options.pairs,
+                 "host: runs of towers and PyTorch, alternately, per thread count")
+      ->capture_default_str();
+  app.add_option("--sgemm-size", options.sgemm_size,
+                 "host: n of the n x n x n sgemm that measures the ceiling (0: skip)")
+      ->capture_default_str();
   app.add_option("--threads", options.threads, "host: threads per op, one case each")
       ->delimiter(',')
       ->capture_default_str();
   app.add_flag("!--no-pytorch", options.pytorch, "do not run the PyTorch comparison");
   app.add_option("--python", options.python,
-                 "the Python that may have torch (default: python3, then /usr/bin/python3)");
+                 "the Python that may have torch (default: python3, the checkout's .venv, "
+                 "/usr/bin/python3)");
   app.add_option("--pytorch-script", options.pytorch_script, "bench/torch_cifar10.py")
       ->capture_default_str();
   return towers::run_program(app, argc, argv,

@@ -63,13 +63,9 @@ Network::Impl::Impl(Device& device, int batch) : batch_size(batch) {
 
 void Network::Impl::conv_forward(Stream& s, const float* x, Nhwc shape, const float* w,
                                  const float* bias, int out_channels, float* col, float* y) {
-  const int columns = math::im2col_columns(kKernel, shape.channels);
-  ops::im2col_fast(s, x, shape, kKernel, col);  // col: [pixels, 5 * 5 * in]
-  // y[pixels, out] = col[pixels, 5*5*in] x w[5*5*in, out]
-  ops::gemm(s, false, false, shape.pixels(), out_channels, columns, 1.0f, col, columns, w,
-            out_channels, 0.0f, y, out_channels);
-  ops::bias_add(s, shape.pixels(), out_channels, bias, y);
-  ops::relu_forward(s, shape.pixels() * out_channels, y, y);
+  // col[pixels, 5*5*in] = im2col(x); y[pixels, out] = relu(col w[5*5*in, out] + bias): the
+  // four ops in one, tile by tile (ops_fast_host.hpp; on a GPU the same four kernels).
+  ops::conv_forward_fast(s, x, shape, kKernel, w, bias, out_channels, col, y);
 }
 
 void Network::Impl::dense_forward(Stream& s, const float* x, int in, const float* w,
@@ -84,7 +80,7 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   auto p = [params](const char* name) { return params + parameter(name).offset; };
   const int b = batch_size;
   const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
-  // Each layer's ops are traced under its name ("conv1 gemm"), as TF's name scopes.
+  // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes.
   s.set_scope("conv1");
   conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
                conv1.as<float>());
@@ -186,6 +182,31 @@ const std::vector<std::string>& Network::activation_names() {
   static const std::vector<std::string> names = {"conv1", "pool1", "norm1",  "conv2", "norm2",
                                                  "pool2", "local3", "local4", "logits"};
   return names;
+}
+
+double Network::multiply_adds_per_image() {
+  // Each layer is a product y[rows, out] = x[rows, in] w[in, out] over `rows` output
+  // pixels per image (1 for the dense layers), with in x out the weights' shape. Backward
+  // computes dw = x^T dy and, except for conv1 (its input is the images), dx = dy w^T:
+  // each as many multiply-adds as the forward product.
+  struct Layer {
+    const char* weights;
+    int rows;
+    bool input_gradient;
+  };
+  const Layer layers[] = {{"conv1/weights", 24 * 24, false},
+                          {"conv2/weights", 12 * 12, true},
+                          {"local3/weights", 1, true},
+                          {"local4/weights", 1, true},
+                          {"softmax_linear/weights", 1, true}};
+  double total = 0;
+  for (const Layer& layer : layers) {
+    const ParameterView& view = parameter(layer.weights);
+    const double out = view.shape.back();
+    const double in = static_cast<double>(view.count) / out;  // 5 * 5 * channels for convs
+    total += layer.rows * in * out * (layer.input_gradient ? 3 : 2);
+  }
+  return total;
 }
 
 const float* Network::activation(const std::string& name) const {

@@ -80,6 +80,12 @@ class Network {
   /// The names activation() accepts, in forward order.
   static const std::vector<std::string>& activation_names();
 
+  /// Multiply-adds of the matrix products of one image's training step (forward and
+  /// backward, as forward_backward computes them: no gradient for the images), from the
+  /// layers' weight shapes and output sizes. Twice this is the FLOPs bench_train's
+  /// ceiling counts; the elementwise ops, pooling and LRN are left out.
+  static double multiply_adds_per_image();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -67,11 +67,14 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   s.set_scope("conv2 grad");
   ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
   // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites col2,
-  // which is no longer needed once dw2 has been computed (the stream keeps that order).
+  // which is no longer needed once dw2 has been computed (the stream keeps that order),
+  // and col2im sums it into dnorm1: that product and col2im in one op, tile by tile
+  // (ops_fast_host.hpp).
   const int columns2 = math::im2col_columns(kKernel, 64);
-  linear_backward(s, shape2.pixels(), columns2, 64, col2.as<float>(), p("conv2/weights"), ga,
-                  g("conv2/weights"), g("conv2/biases"), col2.as<float>());
-  ops::col2im_fast(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
+  linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(),
+                  p("conv2/weights"), ga, g("conv2/weights"), g("conv2/biases"), nullptr);
+  ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel, col2.as<float>(),
+                            gb);  // dnorm1
 
   // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
   s.set_scope("norm1 grad");

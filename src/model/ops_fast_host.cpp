@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cuda/blas.hpp"
 #include "kernels/cuda/kernels.hpp"
+#include "kernels/host/blas.hpp"
 #include "kernels/host/parallel.hpp"
 #include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
@@ -140,7 +142,91 @@ void over_images(int batch, Loop loop) {
   });
 }
 
+// Bytes of im2col matrix per tile of the fused convolution ops: half the L2 of the
+// development machine's cores (1 MiB each), so a tile and its product's other operands
+// stay in cache. A tile is at least one image (conv2's is 0.9 MB).
+constexpr std::size_t kConvTileBytes = std::size_t{512} << 10;
+
+// Images per tile for im2col rows of `columns` floats over `pixels` pixels per image.
+int tile_images(const Nhwc& s, int columns) {
+  const std::size_t per_image = static_cast<std::size_t>(s.height) * s.width * columns * sizeof(float);
+  return static_cast<int>(std::max<std::size_t>(1, kConvTileBytes / per_image));
+}
+
+// Runs tile(n_begin, n_end) for the tiles of `per_tile` images at fixed positions (0,
+// per_tile, 2 per_tile, ...), the tiles split over the op threads. Inside a part, the
+// host BLAS and loops run on the calling thread (parallel.hpp: parts never split again).
+template <typename Tile>
+void over_tiles(int batch, int per_tile, Tile tile) {
+  const int tiles = (batch + per_tile - 1) / per_tile;
+  host::parallel_for(tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
+    for (std::int64_t t = t0; t < t1; ++t) {
+      const int n0 = static_cast<int>(t) * per_tile;
+      tile(n0, std::min(batch, n0 + per_tile));
+    }
+  });
+}
+
 }  // namespace
+
+void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const float* w,
+                       const float* bias, int out_channels, float* col, float* y) {
+  const int columns = math::im2col_columns(k, s.channels);
+  const int per_image = s.height * s.width;  // output pixels (SAME) = rows of col
+  stream.launch(
+      "im2col_gemm_bias_relu",
+      [=] {
+        over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
+          const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
+          const int rows = (n1 - n0) * per_image;
+          float* col_tile = col + row0 * columns;
+          float* y_tile = y + row0 * out_channels;
+          host_im2col(x, s, k, col, n0, n1);
+          host::gemm(false, false, rows, out_channels, columns, 1.0f, col_tile, columns, w,
+                     out_channels, 0.0f, y_tile, out_channels);
+          // bias_add and relu_forward in one pass: host::bias_add's sum, then
+          // math::relu_forward's select, element by element.
+          for (int r = 0; r < rows; ++r) {
+            float* y_row = y_tile + static_cast<std::size_t>(r) * out_channels;
+            for (int j = 0; j < out_channels; ++j) {
+              const float sum = y_row[j] + bias[j];
+              y_row[j] = sum > 0.0f ? sum : 0.0f;
+            }
+          }
+        });
+      },
+      [=](const Ctx& c) {
+        const int pixels = static_cast<int>(s.pixels());
+        cuda::im2col(c, x, s, k, col);
+        cuda::gemm(c, false, false, pixels, out_channels, columns, 1.0f, col, columns, w,
+                   out_channels, 0.0f, y, out_channels);
+        cuda::bias_add(c, pixels, out_channels, bias, y);
+        cuda::relu_forward(c, static_cast<math::Index>(pixels) * out_channels, y, y);
+      });
+}
+
+void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, const float* w,
+                          Nhwc s, int k, float* dcol, float* dx) {
+  const int columns = math::im2col_columns(k, s.channels);
+  const int per_image = s.height * s.width;
+  stream.launch(
+      "gemm_col2im",
+      [=] {
+        over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
+          const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
+          const int rows = (n1 - n0) * per_image;
+          // dcol rows of this tile = dy rows w^T, then summed into this tile's images.
+          host::gemm(false, true, rows, columns, out_channels, 1.0f, dy + row0 * out_channels,
+                     out_channels, w, out_channels, 0.0f, dcol + row0 * columns, columns);
+          host_col2im(dcol, s, k, dx, n0, n1);
+        });
+      },
+      [=](const Ctx& c) {
+        cuda::gemm(c, false, true, static_cast<int>(s.pixels()), columns, out_channels, 1.0f, dy, out_channels, w,
+                   out_channels, 0.0f, dcol, columns);
+        cuda::col2im(c, dcol, s, k, dx);
+      });
+}
 
 void im2col_fast(Stream& stream, const float* x, Nhwc s, int k, float* col) {
   stream.launch(
