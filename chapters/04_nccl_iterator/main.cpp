@@ -5,7 +5,10 @@
 // towers average their gradients with one all-reduce (NCCL on GPUs, a ring elsewhere) and
 // then every tower updates its own copy of the parameters, so nothing is broadcast.
 // The all-reduce is the one place where towers meet.
+// --input queue and --allreduce device0 put chapter 3's input and averaging back, one at a
+// time, so each change can be measured alone (the chapter's experiment table).
 #include <algorithm>
+#include <chrono>
 
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -13,6 +16,7 @@
 #include "parallel/parameter_check.hpp"
 #include "parallel/pipeline_trace.hpp"
 #include "parallel/tower_inputs.hpp"
+#include "parallel/tower_loss.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "parallel/tower_training.hpp"
 
@@ -25,19 +29,37 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   std::string allreduce_choice = "auto";
+  std::string input_choice = "iterator";
   InputFlags input_flags;
   CheckFlags check_flags;
   TowerTraining::add_flags(app, flags, probe);
   add_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
+  app.add_option("--input", input_choice,
+                 "where towers get their batches: iterator (each its own, made ahead) or queue "
+                 "(chapter 3's: the training thread dequeues a global batch, tower i copies "
+                 "slice i)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"iterator", "queue"}));
 
   return run_program(app, argc, argv, [&] {
-    TowerTraining training(flags, probe, TowerInput::kOwnIterators);  // no global batch
+    const bool from_queue = input_choice == "queue";
+    for (const char* flag : {"--prefetch", "--input-threads"}) {
+      if (from_queue && app.count(flag) > 0) {
+        throw UsageError(std::string(flag) + " sets up the iterators, but --input queue has "
+                         "none. Drop it, or use --input iterator.");
+      }
+    }
+    TowerTraining training(flags, probe,
+                           from_queue ? TowerInput::kGlobalBatch : TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     const std::size_t param_bytes = kNumParameters * sizeof(float);
-    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    std::unique_ptr<TowerInputs> inputs;  // none with --input queue
+    if (!from_queue) {
+      inputs = std::make_unique<TowerInputs>(training.train_set(), towers, input_flags, flags.seed);
+    }
     auto allreduce =
         make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
     // Every tower owns its variables: parameters and moving averages, on its device.
@@ -63,18 +85,27 @@ int main(int argc, char** argv) {
       streams[0]->synchronize();
     });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    double dequeue_ms = 0;  // --input queue: the training thread's time making global batches
 
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
-      training.begin_step(global_step);
+      const auto dequeue_start = std::chrono::steady_clock::now();
+      training.begin_step(global_step);  // with --input queue, dequeues the global batch
+      dequeue_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              dequeue_start).count();
       // docs-begin: iterator-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
-        const data::Batch batch = inputs[i].next();  // made ahead: blocks only if behind
+        if (from_queue) {  // chapter 3's input: copy slice i of the dequeued global batch
+          training.probe(tower);
+          tower_loss(tower, param_ptrs[i], training.images(), training.labels());
+          continue;
+        }
+        const data::Batch batch = (*inputs)[i].next();  // made ahead: blocks only if behind
         training.probe(tower);
-        tower.stream->wait(*batch.ready);            // tower i waits for its own batch only
-        tower_loss(tower, param_ptrs[i], batch);     // returns at once
-        inputs[i].release(batch, *tower.stream);     // refilled after this step has read it
+        tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
+        tower_loss(tower, param_ptrs[i], batch);        // returns at once
+        (*inputs)[i].release(batch, *tower.stream);     // refilled after this step has read it
       }
       // docs-end: iterator-towers
       // docs-begin: allreduce-update
@@ -91,10 +122,12 @@ int main(int argc, char** argv) {
       training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
       check.after_step(global_step, param_ptrs);  // are the towers' copies still identical?
     }
+    const double input_wait_ms = inputs ? inputs->input_wait_ms() : dequeue_ms;
     Summary extra;
-    extra.add("allreduce", std::string(allreduce->name()))
+    extra.add("input", input_choice)
+        .add("allreduce", std::string(allreduce->name()))
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
-        .add("input_wait_ms", inputs.input_wait_ms() / std::max(1, flags.steps), 3)
+        .add("input_wait_ms", input_wait_ms / std::max(1, flags.steps), 3)
         .add("input_overlap", pipeline.input_overlap(), 3)
         .add("param_checks", check.checks());
     return training.finish("chapter 4: nccl iterator", "allreduce", extra);

@@ -20,7 +20,8 @@ A page shows them with these directives::
     ```
 
 and with those of towers_figures.py (towers-steps, towers-ring: figures drawn from the
-runs) and towers_pages.py (towers-compare, towers-gpu-runs: tables across sources).
+runs), towers_pages.py (towers-compare, towers-gpu-runs: tables across sources) and
+towers_experiment.py (towers-experiment: runs that change one factor per row).
 
 Each one names the run (its ``run_id``) under what it shows, so a reader can tell the
 build it came from and tests/docs/check_fresh.cmake can check that the HTML shows the
@@ -224,6 +225,7 @@ class TimelineDirective(GeneratedDirective):
 
 def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
+    from towers_experiment import ExperimentDirective
     from towers_figures import RingDirective, StepsDirective
     from towers_pages import CompareDirective, GpuRunsDirective
 
@@ -234,6 +236,7 @@ def setup(app):
     app.add_directive("towers-steps", StepsDirective)
     app.add_directive("towers-gpu-runs", GpuRunsDirective)
     app.add_directive("towers-compare", CompareDirective)
+    app.add_directive("towers-experiment", ExperimentDirective)
     app.add_directive("towers-ring", RingDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

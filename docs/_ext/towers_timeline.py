@@ -35,7 +35,7 @@ def kind(op):
     name = op["name"]
     if op["device"] == HOST:
         return "host: enqueue" if name == "enqueue" else "host: " + name
-    if name.startswith("ring") or "allreduce" in name or "nccl" in name:
+    if name.startswith(("ring", "device0 ")) or "allreduce" in name or "nccl" in name:
         return "all-reduce"
     if name == "copy input":
         return "input copy"
@@ -54,8 +54,10 @@ def row_name(device, stream, ops):
     kinds = Counter(kind(op) for op in ops)
     if kinds.get("input copy"):
         what = "input copies"
-    elif kinds.get("tower") or kinds.get("all-reduce"):
+    elif kinds.get("tower"):
         what = "compute" + (" + all-reduce" if kinds.get("all-reduce") else "")
+    elif kinds.get("all-reduce"):  # chapter 4's --allreduce device0: a stream of its own
+        what = "all-reduce"
     elif any("peer copy" in op["name"] for op in ops):
         what = "average + update"
     else:

@@ -17,9 +17,10 @@
 //     the exact mean.
 //   - One host thread calls average() at a time (streams are used from one thread).
 //
-// Two implementations: a ring (reduce-scatter then all-gather, built from stream copies,
-// events and an axpy; runs on both backends and teaches what NCCL does) and NCCL itself
-// (cuda backend only, one rank per GPU).
+// Three implementations: a ring (reduce-scatter then all-gather, built from stream copies,
+// events and an axpy; runs on both backends and teaches what NCCL does), NCCL itself
+// (cuda backend only, one rank per GPU), and chapter 3's averaging on device 0 followed
+// by a copy of the mean to every tower (device0: the baseline of chapter 4's experiment).
 #pragma once
 
 #include <cstddef>
@@ -46,7 +47,7 @@ class AllReduce {
   virtual void average(std::span<float* const> buffers, std::size_t count,
                        std::span<Stream* const> streams) = 0;
 
-  /// "ring" or "nccl", for tables and summary lines.
+  /// "ring", "nccl" or "device0", for tables and summary lines.
   virtual std::string_view name() const = 0;
 };
 
@@ -70,6 +71,16 @@ Chunk ring_chunk(std::size_t count, int towers, int index);
 std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
                                                std::size_t max_count);
+
+/// Chapter 3's averaging as an all-reduce (chapter 4's --allreduce device0): one stream
+/// on tower 0's device waits for every tower, peer-copies and sums their buffers in tower
+/// order, scales by 1/N and copies the mean back to every tower. Same sums, in the same
+/// order, as chapter 3's DeviceAverage. Allocates, once, a receive buffer of max_count
+/// floats on that device per tower on another device. Throws std::invalid_argument as
+/// make_ring_allreduce.
+std::unique_ptr<AllReduce> make_device0_allreduce(Runtime& runtime,
+                                                  std::span<const int> device_of_tower,
+                                                  std::size_t max_count);
 
 /// NCCL's all-reduce with ncclAvg, one rank per tower, tower i on runtime device
 /// device_of_tower[i] (ncclCommInitAll over those GPUs). Throws UsageError, saying what to

@@ -11,9 +11,10 @@ namespace towers {
 void add_allreduce_flag(CLI::App& app, std::string& choice) {
   app.add_option("--allreduce", choice,
                  "how towers average gradients: nccl (cuda backend, one GPU per tower), ring "
-                 "(any backend), or auto (nccl where it can run, else the ring)")
+                 "(any backend), device0 (chapter 3's: summed on device 0, the mean copied "
+                 "back), or auto (nccl where it can run, else the ring)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "ring", "nccl"}));
+      ->check(CLI::IsMember({"auto", "device0", "ring", "nccl"}));
 }
 
 std::unique_ptr<AllReduce> make_tower_allreduce(Runtime& runtime,
@@ -27,6 +28,7 @@ std::unique_ptr<AllReduce> make_tower_allreduce(Runtime& runtime,
                      " backend. Use --allreduce ring (or auto), which runs on any backend.");
   }
   if (choice == "nccl") return make_nccl_allreduce(runtime, device_of_tower);
+  if (choice == "device0") return make_device0_allreduce(runtime, device_of_tower, max_count);
   if (choice == "auto" && runtime.backend() == Backend::kCuda) {
     try {
       return make_nccl_allreduce(runtime, device_of_tower);
@@ -34,7 +36,7 @@ std::unique_ptr<AllReduce> make_tower_allreduce(Runtime& runtime,
       std::printf("allreduce: not using NCCL, using the ring instead: %s\n", why.what());
     }
   } else if (choice != "auto" && choice != "ring") {
-    throw UsageError("unknown all-reduce '" + choice + "'. Use auto, ring or nccl.");
+    throw UsageError("unknown all-reduce '" + choice + "'. Use auto, device0, ring or nccl.");
   }
   return make_ring_allreduce(runtime, device_of_tower, max_count);
 }

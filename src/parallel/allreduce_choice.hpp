@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Which all-reduce a training run uses: --allreduce auto|ring|nccl.
+// Which all-reduce a training run uses: --allreduce auto|device0|ring|nccl.
 //
 // NCCL is what real multi-GPU training uses, but it needs the cuda backend and one GPU per
 // tower. The ring works everywhere (simulated devices, several towers per device) and
 // does, with stream copies and events, what NCCL does. `auto` asks for NCCL where it can
 // run and otherwise takes the ring: on the host backend silently (the ring is the
 // all-reduce of simulated devices); on cuda with one line saying why NCCL was not used.
+// `device0` is chapter 3's averaging (sum on device 0, then the mean copied back to every
+// tower), so that chapter 4 can compare the averaging alone against the ring.
 // Used from the host thread that drives the towers. Introduced in chapter 4.
 #pragma once
 
@@ -19,7 +21,7 @@
 
 namespace towers {
 
-/// Adds --allreduce auto|ring|nccl (default auto) to `app`, stored in `choice`.
+/// Adds --allreduce auto|device0|ring|nccl (default auto) to `app`, stored in `choice`.
 void add_allreduce_flag(CLI::App& app, std::string& choice);
 
 /// Makes the all-reduce `choice` names for `towers` (tower i on towers[i]->device), for

@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cli/options.hpp"
 #include "runtime/backend.hpp"
@@ -31,6 +32,30 @@ std::uint64_t fnv1a(const void* data, std::size_t bytes) {
     hash *= 0x100000001b3ull;  // FNV prime
   }
   return hash;
+}
+
+std::string divergence_message(std::span<const std::uint64_t> sums, int step,
+                               const std::string& who) {
+  std::map<std::uint64_t, std::vector<int>> groups;  // checksum -> its copies, in order
+  for (std::size_t i = 0; i < sums.size(); ++i) groups[sums[i]].push_back(static_cast<int>(i));
+  if (groups.size() <= 1) return "";
+  std::string message =
+      "the " + who + "s' parameters differ after step " + std::to_string(step) + ":";
+  auto describe = [&](std::uint64_t sum) {
+    const auto& members = groups[sum];
+    message += " " + who + (members.size() == 1 ? "" : "s");
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      message += (k == 0 ? " " : ", ") + std::to_string(members[k]);
+    }
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
+    message += std::string(members.size() == 1 ? " has" : " have") + " checksum " + hex + ";";
+  };
+  describe(sums[0]);
+  for (const auto& [sum, members] : groups) {
+    if (sum != sums[0]) describe(sum);
+  }
+  return message + " every " + who + " must apply the same mean gradients to the same parameters.";
 }
 
 ParameterCheck::ParameterCheck(const std::vector<std::unique_ptr<Tower>>& towers,
@@ -61,38 +86,16 @@ void ParameterCheck::perturb(Tower& tower, float* params) {
 }
 
 void ParameterCheck::compare(int step, std::span<float* const> params) {
-  // checksum -> the towers holding it, in tower order.
-  std::map<std::uint64_t, std::vector<int>> groups;
   std::vector<std::uint64_t> sums;
   for (std::size_t i = 0; i < towers_.size(); ++i) {
     Stream& stream = *towers_[i]->stream;
     stream.copy(staging_.data(), params[i], count_ * sizeof(float), "copy params to check");
     stream.synchronize();  // the host reads the copy next
     sums.push_back(fnv1a(staging_.data(), count_ * sizeof(float)));
-    groups[sums.back()].push_back(static_cast<int>(i));
   }
-  if (groups.size() == 1) {
-    ++checks_;
-    return;
-  }
-  // Name every group, the one with tower 0 first.
-  std::string message = "the towers' parameters differ after step " + std::to_string(step) + ":";
-  auto describe = [&](std::uint64_t sum) {
-    const auto& members = groups[sum];
-    message += members.size() == 1 ? " tower" : " towers";
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      message += (k == 0 ? " " : ", ") + std::to_string(members[k]);
-    }
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
-    message += std::string(members.size() == 1 ? " has" : " have") + " checksum " + hex + ";";
-  };
-  describe(sums[0]);
-  for (const auto& [sum, members] : groups) {
-    if (sum != sums[0]) describe(sum);
-  }
-  message += " every tower must apply the same mean gradients to the same parameters.";
-  throw std::runtime_error(message);
+  const std::string differ = divergence_message(sums, step, "tower");
+  if (!differ.empty()) throw std::runtime_error(differ);
+  ++checks_;
 }
 
 }  // namespace towers

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "parallel/tower.hpp"
@@ -37,6 +38,13 @@ void add_check_flags(CLI::App& app, CheckFlags& flags);
 
 /// 64-bit FNV-1a of `bytes` bytes at `data`.
 std::uint64_t fnv1a(const void* data, std::size_t bytes);
+
+/// What to say when copies of the parameters differ after step `step`: sums[i] is the
+/// checksum of copy i, and `who` names a copy ("tower", chapter 4; "rank", chapter 5).
+/// Names each group of equal copies with its checksum, the group of copy 0 first, so
+/// every process of a job builds the same text. Empty when all sums are equal.
+std::string divergence_message(std::span<const std::uint64_t> sums, int step,
+                               const std::string& who);
 
 /// Compares the towers' parameter copies by checksum.
 class ParameterCheck {

@@ -26,7 +26,8 @@ double covered_us(double start, double end, const std::vector<Interval>& cover) 
 }  // namespace
 
 bool is_allreduce_op(const std::string& name) {
-  return name.rfind("ring ", 0) == 0 || name == "nccl allreduce" || name == "mpi allreduce";
+  return name.rfind("ring ", 0) == 0 || name.rfind("device0 ", 0) == 0 ||
+         name == "nccl allreduce" || name == "mpi allreduce";
 }
 
 void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
@@ -34,7 +35,8 @@ void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
   std::map<int, Interval> allreduce;  // step -> [first start, last end]
   std::vector<Interval> compute;
   for (const auto& e : events) {
-    if (e.device < 0 || e.tower < 0) continue;
+    if (e.device < 0) continue;
+    // device0's ops run on a stream of no tower; every other all-reduce on the towers'.
     if (is_allreduce_op(e.name) && e.step >= 0) {
       auto [it, fresh] = allreduce.try_emplace(e.step, Interval{e.start_us, e.end_us});
       if (!fresh) {
@@ -42,7 +44,7 @@ void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
         it->second.second = std::max(it->second.second, e.end_us);
       }
     }
-    if (e.name != kInputCopy) compute.push_back({e.start_us, e.end_us});
+    if (e.tower >= 0 && e.name != kInputCopy) compute.push_back({e.start_us, e.end_us});
   }
   for (const auto& [step, span] : allreduce) {
     allreduce_ms_.push_back((span.second - span.first) / 1000.0);

@@ -2,7 +2,7 @@
 // PipelineTrace: what chapter 4's trace shows beyond chapter 3's analysis.
 //
 //   allreduce_ms   per step, from the start of the first all-reduce op ("ring ...",
-//                  "nccl allreduce" or "mpi allreduce", any tower) to the end of the last: how long the
+//                  "device0 ...", "nccl allreduce" or "mpi allreduce", any stream) to the end of the last: how long the
 //                  towers spent meeting. Mean over steps, the first (warm-up) excluded
 //                  when there are more.
 //   input_overlap  of the time the iterators' "copy input" ops ran, the fraction during
@@ -38,7 +38,8 @@ class PipelineTrace {
 };
 
 /// Whether `name` is an all-reduce op: the ring's "ring ..." (chapter 5's "ring sendrecv"
-/// too), "nccl allreduce", or chapter 5's "mpi allreduce".
+/// too), chapter 4's "device0 ..." (on a stream of no tower), "nccl allreduce", or chapter
+/// 5's "mpi allreduce".
 bool is_allreduce_op(const std::string& name);
 
 }  // namespace towers

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/rank_check.hpp"
 
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,30 +47,10 @@ void RankParameterCheck::compare(int step, float* params) {
     Watchdog::Scope waiting(watchdog_, "parameter check", step);
     MPI_CHECK(MPI_Allgather(&mine, 1, MPI_UINT64_T, sums.data(), 1, MPI_UINT64_T, job_.comm()));
   }
-  std::map<std::uint64_t, std::vector<int>> groups;  // checksum -> its ranks, in order
-  for (int r = 0; r < job_.size(); ++r) groups[sums[r]].push_back(r);
-  if (groups.size() == 1) {
-    ++checks_;
-    return;
-  }
-  // Name every group, the one with rank 0 first: every rank builds the same message.
-  std::string message = "the ranks' parameters differ after step " + std::to_string(step) + ":";
-  auto describe = [&](std::uint64_t sum) {
-    const auto& members = groups[sum];
-    message += members.size() == 1 ? " rank" : " ranks";
-    for (std::size_t k = 0; k < members.size(); ++k) {
-      message += (k == 0 ? " " : ", ") + std::to_string(members[k]);
-    }
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
-    message += std::string(members.size() == 1 ? " has" : " have") + " checksum " + hex + ";";
-  };
-  describe(sums[0]);
-  for (const auto& [sum, members] : groups) {
-    if (sum != sums[0]) describe(sum);
-  }
-  message += " every rank must apply the same mean gradients to the same parameters.";
-  throw std::runtime_error(message);
+  // Every rank gathered the same sums, so every rank builds the same message.
+  const std::string differ = divergence_message(sums, step, "rank");
+  if (!differ.empty()) throw std::runtime_error(differ);
+  ++checks_;
 }
 
 }  // namespace towers

@@ -6,6 +6,11 @@
 namespace towers {
 
 void tower_loss(Tower& tower, const float* global_images, const std::int32_t* global_labels) {
+  tower_loss(tower, tower.replica->params.as<float>(), global_images, global_labels);
+}
+
+void tower_loss(Tower& tower, const float* params, const float* global_images,
+                const std::int32_t* global_labels) {
   Stream& stream = *tower.stream;
   const std::size_t batch = tower.batch_size();
   const std::size_t image_floats = batch * 24 * 24 * 3;
@@ -14,7 +19,7 @@ void tower_loss(Tower& tower, const float* global_images, const std::int32_t* gl
               image_floats * sizeof(float), "copy images");
   stream.copy(tower.labels.data(), global_labels + tower.index * batch,
               batch * sizeof(std::int32_t), "copy labels");
-  tower.network->forward_backward(stream, tower.replica->params.as<float>(),
+  tower.network->forward_backward(stream, params,
                                   tower.images.as<float>(), tower.labels.as<int>(),
                                   tower.grads.as<float>());
   stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,

@@ -14,4 +14,9 @@ namespace towers {
 /// (compute_gradients), and a copy of the three losses to tower.losses. Returns at once.
 void tower_loss(Tower& tower, const float* global_images, const std::int32_t* global_labels);
 
+/// As above, with the parameters `params` ([kNumParameters] on the tower's device) instead
+/// of the tower's replica: chapter 4's --input queue, whose towers own their parameters.
+void tower_loss(Tower& tower, const float* params, const float* global_images,
+                const std::int32_t* global_labels);
+
 }  // namespace towers

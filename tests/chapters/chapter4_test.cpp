@@ -2,12 +2,15 @@
 // Chapter 4's claims: towers fed by their own iterators still run at the same time and
 // meet only in the all-reduce; their input is made while they compute; every tower's own
 // copy of the parameters stays bit-identical (and a divergence is caught); and the math is
-// chapter 3's.
+// chapter 3's. Then the experiment: --input and --allreduce switch one thing at a time.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
@@ -145,6 +148,115 @@ TEST(IteratorTowers, FourTowersMatchChapter3UpToSummationOrder) {
   EXPECT_EQ(chunk0_mismatches, 0u) << "chunk 0 is summed in chapter 3's order";
   EXPECT_GT(largest_update, 0.0);
   EXPECT_LE(largest_difference, 1e-5 * largest_update);
+}
+
+// --- The experiment: --input and --allreduce change one thing at a time. ----------------
+
+struct Setting {
+  std::string input, allreduce;
+};
+void PrintTo(const Setting& s, std::ostream* out) { *out << s.input << "+" << s.allreduce; }
+
+class ExperimentSettings : public ::testing::TestWithParam<Setting> {};
+INSTANTIATE_TEST_SUITE_P(
+    EveryCombination, ExperimentSettings,
+    ::testing::Values(Setting{"queue", "device0"}, Setting{"queue", "ring"},
+                      Setting{"iterator", "device0"}, Setting{"iterator", "ring"}),
+    [](const auto& info) { return info.param.input + "_" + info.param.allreduce; });
+
+// Each combination trains with its towers concurrent, says which it ran, and finds the
+// towers' replicas identical at every step.
+TEST_P(ExperimentSettings, RunsAndEchoesItsChoices) {
+  const Setting& s = GetParam();
+  auto r = run("04_nccl_iterator", kSmall + "--steps 3 --devices 2 --check-every 1 --input " +
+                                       s.input + " --allreduce " + s.allreduce);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("input"), s.input) << r.output;
+  EXPECT_EQ(r.last("allreduce"), s.allreduce) << r.output;
+  EXPECT_EQ(r.last("param_checks"), "3") << r.output;
+  EXPECT_EQ(r.last("max_concurrent_towers"), "2") << r.output;
+  EXPECT_GT(r.number("allreduce_ms"), 0.0) << "device0's ops count as the all-reduce too\n"
+                                           << r.output;
+  // Only the iterators copy input on their own streams; the queue's towers copy their slice.
+  if (s.input == "iterator") {
+    EXPECT_GT(r.number("input_overlap"), 0.0) << r.output;
+  } else {
+    EXPECT_EQ(r.number("input_overlap"), 0.0) << r.output;
+  }
+}
+
+// Final parameters of one run of `settings` (3 towers, 2 steps) from the same seed.
+std::vector<float> params_of(const std::string& name, const std::string& settings) {
+  auto file = temp_file(name + ".ckpt");
+  auto r = run("04_nccl_iterator", kSmall + "--steps 2 --devices 3 " + settings +
+                                       " --save-params " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return saved_params(file);
+}
+
+// The input changes where and when batches are made, never which: the iterators deliver
+// the queue's examples with its distortions, so with the same averaging the parameters
+// are equal bit for bit, for either averaging. Three towers, so the ring's sums are not
+// device0's: each pair differs in the input only.
+class OnlyTheInput : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Experiment, OnlyTheInput, ::testing::Values("device0", "ring"));
+
+TEST_P(OnlyTheInput, ChangingItKeepsTheParametersBitForBit) {
+  const std::string allreduce = GetParam();
+  const auto queue = params_of("queue-" + allreduce, "--input queue --allreduce " + allreduce);
+  const auto iterator =
+      params_of("iterator-" + allreduce, "--input iterator --allreduce " + allreduce);
+  ASSERT_EQ(queue.size(), model::kNumParameters);
+  EXPECT_EQ(queue, iterator) << "--allreduce " << allreduce;
+}
+
+// The baseline row is chapter 3: chapter 3's input and chapter 3's sums, in chapter 3's
+// order, give chapter 3's parameters bit for bit, though every tower now updates its own
+// copy (the same update of the same numbers) instead of device 0 broadcasting one.
+TEST(Experiment, QueueAndDevice0AreChapter3BitForBit) {
+  auto ch3 = temp_file("ch3-3.ckpt");
+  auto a = run("03_stream_towers", kSmall + "--steps 2 --devices 3 --save-params " + ch3.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(saved_params(ch3), params_of("queue-device0-ch3", "--input queue --allreduce device0"));
+}
+
+// Changing only the averaging: with two towers device0 adds g0 + g1 and the ring adds
+// g0 + g1 on one tower and g1 + g0 on the other, equal since float addition is
+// commutative, and both scale by exactly 1/2: bit for bit. (With more towers the ring's
+// chunks start at other towers, so sums differ by rounding: FourTowersMatchChapter3...)
+TEST(Experiment, TwoTowersAverageBitForBitWithDevice0OrTheRing) {
+  auto d0 = temp_file("two-device0.ckpt"), ring = temp_file("two-ring.ckpt");
+  auto a = run("04_nccl_iterator", kSmall + "--steps 2 --devices 2 --allreduce device0 "
+                                            "--save-params " + d0.string());
+  auto b = run("04_nccl_iterator", kSmall + "--steps 2 --devices 2 --allreduce ring "
+                                            "--save-params " + ring.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(saved_params(d0), saved_params(ring));
+  EXPECT_EQ(a.last("final_loss"), b.last("final_loss"));
+}
+
+TEST(Experiment, QueueInputRefusesTheIteratorsFlags) {
+  for (const std::string flag : {"--prefetch 3", "--input-threads 2"}) {
+    auto r = run("04_nccl_iterator", kSmall + "--steps 1 --input queue " + flag);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(flag.substr(0, flag.find(' ')) + " sets up the iterators, but "
+                            "--input queue has none"), std::string::npos) << r.output;
+    EXPECT_TRUE(r.summaries.empty()) << "refused before the run\n" << r.output;
+  }
+}
+
+TEST(Experiment, UnknownInputIsRefused) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 1 --input dequeue");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--input"), std::string::npos) << r.output;
+}
+
+TEST(Experiment, NcclOnTheHostBackendIsRefusedWhateverTheInput) {
+  auto r = run("04_nccl_iterator", kSmall + "--steps 1 --devices 2 --input queue --allreduce nccl");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--allreduce nccl needs the cuda backend"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

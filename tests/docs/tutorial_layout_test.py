@@ -4,11 +4,14 @@
     tutorial_layout_test.py SOURCE_DIR
 
 No GPU is needed: the test puts a stand-in `nvidia-smi` on PATH that lists G GPUs, and
-stand-in chapter programs (TOWERS_BIN) that print the flags they were given. It checks
-that every multi-tower chapter of scripts/tutorial.chapters gets --devices D
+stand-in chapter programs (TOWERS_BIN) that print the flags they were given, and a
+stand-in OpenMPI `mpiexec` that prints how it was started and runs the program once. It
+checks that every multi-tower chapter of scripts/tutorial.chapters gets --devices D
 --towers-per-device K with D <= G and D x K towers, that single-device chapters get no
---devices, that other flags reach every chapter, and that a bad --devices is refused
-before anything runs.
+--devices, that a chapter with a launcher (chapter 5) is started by mpiexec with one
+rank per tower (at most one per GPU), --oversubscribe, and no --devices, and is skipped
+with a line when there is no mpiexec; that other flags reach every chapter; and that a
+bad --devices is refused before anything runs.
 """
 import os
 import re
@@ -31,27 +34,79 @@ CASES = [
 
 
 def chapters(source):
+    """(program, towers, launcher) of each chapter the tutorial runs."""
     rows = []
     for line in (source / "scripts/tutorial.chapters").read_text().splitlines():
-        fields = [f.strip() for f in line.split("|")]
+        fields = [f.strip() for f in line.split("|")] + [""]
         if fields[0] and not fields[0].startswith("#"):
-            rows.append((fields[0], fields[1]))
+            rows.append((fields[0], fields[1], fields[3]))
     return rows
+
+
+# A stand-in OpenMPI mpiexec: says how it was started, reads its stdin to the end (the
+# real one forwards it to rank 0, so it would eat the tutorial's list of chapters), then
+# runs the program once.
+MPIEXEC = """#!/bin/sh
+case "$1" in --version) echo 'mpiexec (OpenRTE) 4.1.4'; exit 0 ;; esac
+echo "launched: mpiexec $*"
+cat >/dev/null
+while [ $# -gt 0 ]; do
+  case "$1" in -n|-np) shift 2 ;; -*) shift ;; *) break ;; esac
+done
+exec "$@"
+"""
 
 
 def stand_ins(root, source, gpus):
     bin_dir, path_dir = root / "bin", root / "path"
     bin_dir.mkdir()
     path_dir.mkdir()
-    for name, _ in chapters(source):
+    for name, _, _ in chapters(source):
         program = bin_dir / name
-        program.write_text("#!/bin/sh\necho \"args: $*\"\necho \"summary: towers=1\"\n")
+        program.write_text(f"#!/bin/sh\necho \"ran {name}: $*\"\necho \"summary: towers=1\"\n")
         program.chmod(program.stat().st_mode | stat.S_IEXEC)
     smi = path_dir / "nvidia-smi"
     lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-{i})'\n" for i in range(gpus))
     smi.write_text("#!/bin/sh\n" + lines)
-    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    (path_dir / "mpiexec").write_text(MPIEXEC)
+    for tool in (smi, path_dir / "mpiexec"):
+        tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
     return bin_dir, path_dir
+
+
+def check_launched(case, name, out, args, towers, gpus, failures):
+    """A launcher chapter: mpiexec with one rank per tower (at most one per GPU)."""
+    ranks = min(towers, gpus) if gpus else towers
+    launched = re.search(rf"^launched: mpiexec (.*?) \S*/{re.escape(name)}( |$)", out, re.M)
+    if not launched:
+        failures.append(f"{case}: {name} was not started by mpiexec")
+        return
+    if f"-n {ranks}" not in launched[1] or "--oversubscribe" not in launched[1]:
+        failures.append(f"{case}: {name} launched with '{launched[1]}', expected -n {ranks} "
+                        "and --oversubscribe")
+    if "--devices" in args:
+        failures.append(f"{case}: {name}'s ranks got --devices: {args}")
+
+
+def without_mpiexec(source):
+    """No mpiexec: the launcher chapters are skipped with a line, the others still run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        bin_dir, path_dir = stand_ins(Path(tmp), source, 0)
+        env = dict(os.environ, TOWERS_BIN=str(bin_dir), TOWERS_MPIEXEC="/nonexistent/mpiexec",
+                   PATH=f"{path_dir}:{os.environ['PATH']}")
+        done = subprocess.run([str(source / "scripts/tutorial"), "--backend", "host"],
+                              env=env, capture_output=True, text=True, timeout=120)
+    failures = []
+    if done.returncode != 0:
+        return [f"without mpiexec: exit {done.returncode}: {done.stderr.strip()}"]
+    for name, _, launcher in chapters(source):
+        ran = re.search(rf"^ran {re.escape(name)}:", done.stdout, re.M)
+        skipped = f"tutorial: {name} needs mpiexec" in done.stdout and "skipped" in done.stdout
+        if launcher.startswith("mpiexec") and (ran or not skipped):
+            failures.append(f"without mpiexec: {name} was not skipped with a line:\n{done.stdout}")
+        if not launcher and not ran:
+            failures.append(f"without mpiexec: {name} did not run")
+    return failures
 
 
 def main():
@@ -68,8 +123,12 @@ def main():
         if done.returncode != 0:
             failures.append(f"{case}: exit {done.returncode}: {done.stderr.strip()}")
             continue
-        given = re.findall(r"^args: (.*)$", done.stdout, re.M)
-        for (name, default), args in zip(chapters(source), given):
+        given = dict(re.findall(r"^ran (\S+): (.*)$", done.stdout, re.M))
+        for name, default, launcher in chapters(source):
+            args = given.get(name)
+            if args is None:
+                failures.append(f"{case}: {name} did not run")
+                continue
             if "--seed 7" not in args:
                 failures.append(f"{case}: {name} did not get --seed 7: {args}")
             placed = re.search(r"--devices (\d+) --towers-per-device (\d+)", args)
@@ -78,16 +137,17 @@ def main():
                     failures.append(f"{case}: single-device {name} got --devices: {args}")
                 continue
             want_towers = towers or int(default)
+            if launcher:
+                check_launched(case, name, done.stdout, args, want_towers, gpus, failures)
+                continue
             want = expected or ((1, want_towers) if gpus == 1 else (want_towers, 1))
             if not placed or (int(placed[1]), int(placed[2])) != want:
                 failures.append(f"{case}: {name} got '{args}', expected --devices {want[0]} "
                                 f"--towers-per-device {want[1]}")
             elif gpus and int(placed[1]) > gpus:
                 failures.append(f"{case}: {name} asked for more GPUs than the {gpus} there are")
-        if len(given) != len(chapters(source)):
-            failures.append(f"{case}: ran {len(given)} chapters, the list has "
-                            f"{len(chapters(source))}")
-        print(f"{case}: " + " / ".join(given))
+        print(f"{case}: " + " / ".join(f"{k}: {v}" for k, v in given.items()))
+    failures += without_mpiexec(source)
     refused = subprocess.run([str(source / "scripts/tutorial"), "--devices", "0"],
                              env=dict(os.environ, TOWERS_BIN="/nonexistent"),
                              capture_output=True, text=True, timeout=60)

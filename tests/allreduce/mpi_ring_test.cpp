@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Chapter 5's ring over MPI_Sendrecv (ring_average_sendrecv), run by ctest under mpiexec
+// on 2 and 3 ranks: every rank ends with the exact mean for counts that leave chunks
+// empty or uneven, and with the same bits as chapter 4's in-process ring, which every rank
+// also runs on the job's inputs (all ranks' buffers, on simulated devices) to compare.
+//
+// Every rank runs every test; main() reports failure when any rank failed, so mpiexec's
+// exit status (and ctest's verdict) is the job's.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "parallel/allreduce.hpp"
+#include "parallel/allreduce_mpi.hpp"
+#include "tower_buffers.hpp"
+
+namespace towers {
+namespace {
+
+int rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int ranks() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+// Averages `data` over the ranks with the ring over MPI_Sendrecv.
+void sendrecv_average(std::vector<float>& data) {
+  std::vector<float> receive(std::max<std::size_t>(ring_chunk(data.size(), ranks(), 0).size, 1));
+  ring_average_sendrecv(data.data(), data.size(), receive.data(), MPI_COMM_WORLD);
+}
+
+TEST(RingOverSendrecv, EveryRankHoldsTheExactMean) {
+  const int n = ranks();
+  ASSERT_GE(n, 2) << "run under mpiexec -n 2 or more: one rank has nothing to exchange";
+  // 0 and 1: the edge cases; n - 1: empty chunks; 3n + 2 and 1001: chunks of unequal size.
+  for (std::size_t count : std::set<std::size_t>{0, 1, static_cast<std::size_t>(n - 1),
+                                                 static_cast<std::size_t>(3 * n + 2), 1001}) {
+    std::vector<float> data(count);
+    for (std::size_t e = 0; e < count; ++e) data[e] = testing::input_value(rank(), e);
+    sendrecv_average(data);
+    const std::vector<float> expected = testing::expected_mean(n, count);
+    for (std::size_t e = 0; e < count; ++e) {
+      ASSERT_EQ(data[e], expected[e])
+          << "rank " << rank() << ", count " << count << ", element " << e;
+    }
+  }
+}
+
+// Inputs whose sums round: the order of the additions decides the bits.
+std::vector<float> rank_input(int r, std::size_t count) {
+  std::mt19937 rng(1234u + static_cast<unsigned>(r));
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> data(count);
+  for (float& x : data) x = value(rng) * 1e-3f + value(rng);
+  return data;
+}
+
+TEST(RingOverSendrecv, MatchesChapter4sRingBitForBit) {
+  const int n = ranks();
+  const std::size_t count = 10007;  // not a multiple of 2 or 3
+  std::vector<float> mine = rank_input(rank(), count);
+  sendrecv_average(mine);
+
+  // Chapter 4's ring on n simulated devices, fed every rank's input.
+  auto runtime = Runtime::create({BackendChoice::kHost, n});
+  auto ring = make_ring_allreduce(*runtime, testing::round_robin(n, n), count);
+  testing::TowerBuffers towers(*runtime, testing::round_robin(n, n), count);
+  std::vector<std::vector<float>> inputs;
+  for (int r = 0; r < n; ++r) {
+    inputs.push_back(rank_input(r, count));
+    towers.stream(r).copy(towers.buffers()[r], inputs.back().data(), count * sizeof(float), "in");
+  }
+  ring->average(towers.buffers(), count, towers.streams());
+  const std::vector<float> in_process = towers.download()[rank()];
+
+  std::size_t differing = 0;
+  for (std::size_t e = 0; e < count; ++e) differing += mine[e] != in_process[e];
+  EXPECT_EQ(differing, 0u) << "rank " << rank() << ": same chunks, same order of sums";
+  // With three ranks or more the sums do round: another order changes bits, so the
+  // equality above means something. (Two ranks add a + b or b + a: the same bits.)
+  if (n < 3) return;
+  std::vector<float> other_order(count);
+  for (std::size_t e = 0; e < count; ++e) {
+    float sum = inputs[n - 1][e];
+    for (int r = n - 2; r >= 0; --r) sum += inputs[r][e];
+    other_order[e] = sum * (1.0f / static_cast<float>(n));
+  }
+  EXPECT_NE(other_order, in_process) << "inputs too tame to tell orders of sums apart";
+}
+
+}  // namespace
+}  // namespace towers
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any_failed;
+}
