@@ -14,10 +14,12 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/event.hpp"
 #include "runtime/stream.hpp"
 
 namespace towers::model {
@@ -59,6 +61,12 @@ class Network {
   /// grads[kNumParameters] (overwritten, not accumulated).
   void forward_backward(Stream& stream, const float* params, const float* images,
                         const int* labels, float* grads);
+  /// As above, and records layer_ready[k] on `stream` as soon as the gradients of
+  /// gradient_layers()[k] are final (softmax_linear first, conv1 last), so another stream
+  /// may start averaging them while the backward pass goes on. Needs one event per layer
+  /// (std::invalid_argument otherwise). Introduced in chapter 6.
+  void forward_backward(Stream& stream, const float* params, const float* images,
+                        const int* labels, float* grads, std::span<Event* const> layer_ready);
 
   /// Enqueues the forward pass (no loss, no backward) and counts correct top-1 predictions
   /// (in_top_k, k = 1) into correct_count() (eval).

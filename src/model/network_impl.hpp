@@ -8,6 +8,8 @@
 // and passes each activation gradient back and forth between grad_a and grad_b.
 #pragma once
 
+#include <span>
+
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/ops_fast_host.hpp"
@@ -42,7 +44,9 @@ struct Network::Impl {
   /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`.
   void loss(Stream& s, const float* params, const int* labels);
   /// Gradients of the total loss into grads[kNumParameters]; needs inference() and loss().
-  void backward(Stream& s, const float* params, float* grads);
+  /// Records layer_ready[k] (when given) once gradient_layers()[k]'s gradients are final.
+  void backward(Stream& s, const float* params, float* grads,
+                std::span<Event* const> layer_ready = {});
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
   /// dw[in, out] = x^T dy, db[out] = dy^T ones. Then dx[rows, in] = dy w^T when dx is set.

@@ -6,6 +6,8 @@
 // TowerIterator has made and copied the batch ahead of time, so the tower only computes.
 #pragma once
 
+#include <span>
+
 #include "data/iterator.hpp"
 #include "parallel/tower.hpp"
 
@@ -18,5 +20,10 @@ namespace towers {
 /// (tower.stream->wait(*batch.ready)) and releases the batch after this call. Throws
 /// std::invalid_argument when the batch size is not the tower's. Introduced in chapter 4.
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch);
+
+/// As above, and records layer_ready[k] on tower.stream as soon as the gradients of
+/// model::gradient_layers()[k] are final (one event per layer). Introduced in chapter 6.
+void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
+                std::span<Event* const> layer_ready);
 
 }  // namespace towers
