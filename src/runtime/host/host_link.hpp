@@ -18,8 +18,10 @@ namespace towers {
 /// The link model plus who owns which device memory.
 class HostLink {
  public:
+  /// A link that slows peer copies as `model` says; no allocations known yet.
   explicit HostLink(LinkModel model) : model_(model) {}
 
+  /// The bandwidth and latency peer copies are charged.
   const LinkModel& model() const { return model_; }
   /// Records that [data, data + bytes) is device `device`'s memory.
   void add(const void* data, std::size_t bytes, int device);
