@@ -20,6 +20,7 @@
 #include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "parallel/tower_training.hpp"
+#include "runtime/rendezvous.hpp"
 
 using namespace towers;
 using namespace towers::model;
@@ -92,6 +93,14 @@ int main(int argc, char** argv) {
       streams[0]->synchronize();
     });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    // --probe with overlap on: a rendezvous of tower 0's compute stream, right after
+    // softmax_linear's gradients (the backward pass not yet done), and its communication
+    // stream at the start of the first bucket. It meets only if both run at once.
+    std::unique_ptr<Rendezvous> comm_probe;
+    const int probe_step = flags.steps > 1 ? 1 : 0;
+    if (probe && overlap_flags.overlap) {
+      comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
+    }
 
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
@@ -101,7 +110,14 @@ int main(int argc, char** argv) {
         const data::Batch batch = inputs[i].next();
         training.probe(tower);
         tower.stream->wait(*batch.ready);
-        tower_loss(tower, param_ptrs[i], batch, layer_ready[i]);  // records each layer's event
+        // docs-begin: layer-events
+        tower_loss(tower, param_ptrs[i], batch, [&](int layer) {
+          tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
+          if (comm_probe && i == 0 && layer == 0 && global_step == probe_step) {
+            comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
+          }
+        });
+        // docs-end: layer-events
         inputs[i].release(batch, *tower.stream);
       }
       if (overlap_flags.overlap) {
@@ -109,6 +125,9 @@ int main(int argc, char** argv) {
         for (const Bucket& bucket : buckets) {  // in the order the backward pass ends them
           for (int i = 0; i < num_gpus; ++i) {
             comm_streams[i]->wait(*layer_ready[i][bucket.last_layer]);  // not the whole pass
+            if (comm_probe && i == 0 && &bucket == &buckets.front() && global_step == probe_step) {
+              comm_probe->enqueue(*comm_streams[i]);
+            }
           }
           allreduce->average(bucket_of(grads, bucket), bucket.count, comm_streams);
         }
@@ -139,6 +158,9 @@ int main(int argc, char** argv) {
         .add("overlap_comm", overlap.overlap_comm(), 3)
         .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
         .add("param_checks", check.checks());
+    if (comm_probe && training.steps_run() > probe_step) {
+      extra.add("comm_rendezvous", std::string(comm_probe->all_met() ? "met" : "timeout"));
+    }
     return training.finish("chapter 6: overlap", "allreduce", extra);
   });
 }

@@ -21,7 +21,7 @@ struct GradientLayer {
 };
 
 /// The five layers, in the order their gradients become final: softmax_linear first,
-/// conv1 last. Network::forward_backward records its `layer_ready` events in this order.
+/// conv1 last. Network::forward_backward calls its `layer_done` in this order.
 const std::vector<GradientLayer>& gradient_layers();
 
 }  // namespace towers::model

@@ -11,7 +11,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/gradient_layers.hpp"
 #include "model/network_impl.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
@@ -172,14 +171,9 @@ void Network::forward_backward(Stream& stream, const float* params, const float*
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
                                const int* labels, float* grads,
-                               std::span<Event* const> layer_ready) {
-  if (layer_ready.size() != gradient_layers().size()) {
-    throw std::invalid_argument("forward_backward: " + std::to_string(layer_ready.size()) +
-                                " layer_ready events for " +
-                                std::to_string(gradient_layers().size()) + " layers");
-  }
+                               const LayerDone& layer_done) {
   forward(stream, params, images, labels);
-  impl_->backward(stream, params, grads, layer_ready);
+  impl_->backward(stream, params, grads, layer_done);
 }
 
 void Network::predict(Stream& stream, const float* params, const float* images,

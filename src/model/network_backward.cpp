@@ -9,7 +9,7 @@
 // No gradient is taken for the images.
 //
 // Each decayed layer gets its weight-decay term right after its own gemm, so its gradients
-// are final as early as possible; layer_ready (chapter 6) marks each layer then. The terms
+// are final as early as possible; layer_done (chapter 6) marks each layer then. The terms
 // are the same axpys on the same values as when they ran together, so the bits are too.
 #include "model/network_impl.hpp"
 #include "model/parameters.hpp"
@@ -28,7 +28,7 @@ void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const 
 }
 
 void Network::Impl::backward(Stream& s, const float* params, float* grads,
-                             std::span<Event* const> layer_ready) {
+                             const LayerDone& layer_done) {
   // A variable's values and its gradient, by TF name.
   auto p = [params](const char* name) { return params + parameter(name).offset; };
   auto g = [grads](const char* name) { return grads + parameter(name).offset; };
@@ -39,10 +39,11 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
     ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
               grads + view.offset);
   };
-  // Layer k of gradient_layers() is final: let other streams start on it (chapter 6).
+  // Layer k of gradient_layers() is enqueued: the caller may let other streams start on
+  // it (chapter 6 records an event).
   int next_layer = 0;
-  auto layer_done = [&] {
-    if (!layer_ready.empty()) s.record(*layer_ready[next_layer]);
+  auto layer_enqueued = [&] {
+    if (layer_done) layer_done(next_layer);
     ++next_layer;
   };
 
@@ -56,21 +57,21 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"),
                   dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
-  layer_done();  // softmax_linear
+  layer_enqueued();  // softmax_linear
   // local4 = relu(local3 w + b)
   s.set_scope("local4 grad");
   ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
   linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
                   g("local4/weights"), g("local4/biases"), gb);
   add_weight_decay("local4/weights");
-  layer_done();  // local4
+  layer_enqueued();  // local4
   // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
   s.set_scope("local3 grad");
   ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
   linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
                   g("local3/weights"), g("local3/biases"), ga);
   add_weight_decay("local3/weights");
-  layer_done();  // local3
+  layer_enqueued();  // local3
 
   // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
   const Nhwc shape2{b, 12, 12, 64};
@@ -86,7 +87,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   const int columns2 = math::im2col_columns(kKernel, 64);
   linear_backward(s, shape2.pixels(), columns2, 64, col2.as<float>(), p("conv2/weights"), ga,
                   g("conv2/weights"), g("conv2/biases"), col2.as<float>());
-  layer_done();  // conv2: dw2 and db2 are written; dcol2 is not a variable's gradient
+  layer_enqueued();  // conv2: dw2 and db2 are written; dcol2 is not a variable's gradient
   ops::col2im_fast(s, col2.as<float>(), shape2, kKernel, gb);  // dnorm1
 
   // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
@@ -101,7 +102,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
                   p("conv1/weights"), gb,
                   g("conv1/weights"), g("conv1/biases"), nullptr);
-  layer_done();  // conv1
+  layer_enqueued();  // conv1
   s.set_scope("");
 }
 

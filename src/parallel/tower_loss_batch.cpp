@@ -30,11 +30,11 @@ void tower_loss(Tower& tower, const float* params, const data::Batch& batch) {
 }
 
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
-                std::span<Event* const> layer_ready) {
+                const model::Network::LayerDone& layer_done) {
   check_batch(tower, batch);
   Stream& stream = *tower.stream;
   tower.network->forward_backward(stream, params, batch.images, batch.labels,
-                                  tower.grads.as<float>(), layer_ready);
+                                  tower.grads.as<float>(), layer_done);
   stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,
               "copy loss");
 }

@@ -6,8 +6,6 @@
 // TowerIterator has made and copied the batch ahead of time, so the tower only computes.
 #pragma once
 
-#include <span>
-
 #include "data/iterator.hpp"
 #include "parallel/tower.hpp"
 
@@ -21,9 +19,10 @@ namespace towers {
 /// std::invalid_argument when the batch size is not the tower's. Introduced in chapter 4.
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch);
 
-/// As above, and records layer_ready[k] on tower.stream as soon as the gradients of
-/// model::gradient_layers()[k] are final (one event per layer). Introduced in chapter 6.
+/// As above, calling layer_done(k) as the backward pass enqueues the last op writing the
+/// gradients of model::gradient_layers()[k] (model::Network::LayerDone): what it enqueues
+/// on tower.stream runs once they are final. Introduced in chapter 6.
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
-                std::span<Event* const> layer_ready);
+                const model::Network::LayerDone& layer_done);
 
 }  // namespace towers

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Chapter 6's claims: with overlap on, a bucket's all-reduce runs on the communication
 // stream while the backward pass of earlier layers runs on the compute stream of the same
-// device (read from the trace); with overlap off it never does; the buckets cover the
+// device (read from the trace, and met by a rendezvous); with overlap off it never does; the buckets cover the
 // gradient buffer in the order the backward pass finishes it; and the math is chapter 4's.
 #include <gtest/gtest.h>
 
@@ -77,6 +77,17 @@ TEST(Overlap, BucketAllReduceRunsWhileTheBackwardPassGoesOn) {
   EXPECT_GT(comm_compute_intersections(spans), 0)
       << "no all-reduce op ran beside a backward op of the same device";
   EXPECT_GT(r.number("overlap_comm"), 0.0) << r.output;
+}
+
+// Clock-free: tower 0's compute stream stops right after softmax_linear's gradients in a
+// rendezvous that its communication stream joins at the start of the first bucket. They
+// meet only if the bucket's all-reduce can start while the backward pass is unfinished;
+// were it waiting for the whole pass, the compute probe would time out alone.
+TEST(Overlap, CommunicationStreamMeetsTheUnfinishedBackwardPass) {
+  auto r = run("06_overlap", kSmall + "--steps 2 --devices 2 --probe");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("comm_rendezvous"), "met") << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
 }
 
 TEST(Overlap, OffMeansChapter4sScheduleWithNothingBeside) {
