@@ -120,14 +120,15 @@ int main(int argc, char** argv) {
         // docs-end: layer-events
         inputs[i].release(batch, *tower.stream);
       }
+      if (comm_probe && global_step == probe_step) {  // --probe: where the first bucket starts
+        comm_streams[0]->wait(*layer_ready[0][buckets.front().last_layer]);
+        comm_probe->enqueue(*comm_streams[0]);
+      }
       if (overlap_flags.overlap) {
         // docs-begin: bucket-allreduce
         for (const Bucket& bucket : buckets) {  // in the order the backward pass ends them
           for (int i = 0; i < num_gpus; ++i) {
             comm_streams[i]->wait(*layer_ready[i][bucket.last_layer]);  // not the whole pass
-            if (comm_probe && i == 0 && &bucket == &buckets.front() && global_step == probe_step) {
-              comm_probe->enqueue(*comm_streams[i]);
-            }
           }
           allreduce->average(bucket_of(grads, bucket), bucket.count, comm_streams);
         }

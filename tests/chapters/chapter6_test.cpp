@@ -80,9 +80,10 @@ TEST(Overlap, BucketAllReduceRunsWhileTheBackwardPassGoesOn) {
 }
 
 // Clock-free: tower 0's compute stream stops right after softmax_linear's gradients in a
-// rendezvous that its communication stream joins at the start of the first bucket. They
-// meet only if the bucket's all-reduce can start while the backward pass is unfinished;
-// were it waiting for the whole pass, the compute probe would time out alone.
+// rendezvous that its communication stream joins after the first bucket's wait. They meet
+// only if that wait is over while the backward pass is unfinished, so the bucket can
+// start then; were it a wait for the whole pass, the compute probe would time out alone.
+// (Which event each bucket waits for is checked on the trace, above.)
 TEST(Overlap, CommunicationStreamMeetsTheUnfinishedBackwardPass) {
   auto r = run("06_overlap", kSmall + "--steps 2 --devices 2 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;
