@@ -71,6 +71,16 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
       ->check(whole_number(1, kMaxDevices,
                            " (each simulated device runs its own threads; no machine has more GPUs)"))
       ->default_str("host: " + std::to_string(kDefaultHostDevices) + ", cuda: all GPUs");
+  app.add_option("--link-gbps", options.link.gbps,
+                 "host: simulate a link of this many gigabits/s between devices (peer copies "
+                 "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
+                 "4800). Chapter 6")
+      ->check(CLI::PositiveNumber)
+      ->default_str("unlimited");
+  app.add_option("--link-latency-us", options.link.latency_us,
+                 "host: microseconds added to every peer copy of the simulated link")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("0");
 }
 
 void add_trace_flags(CLI::App& app, TraceFiles& files) {

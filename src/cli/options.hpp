@@ -37,7 +37,8 @@ CLI::Validator writable_file();
 /// stream, and no machine holds more GPUs than this.
 inline constexpr int kMaxDevices = 1024;
 
-/// Adds `--backend auto|cuda|host` and `--devices N` (1 to kMaxDevices).
+/// Adds `--backend auto|cuda|host`, `--devices N` (1 to kMaxDevices), and the host
+/// backend's simulated link `--link-gbps`, `--link-latency-us` (runtime/link_model.hpp).
 void add_runtime_flags(CLI::App& app, RuntimeOptions& options);
 
 /// Where to write trace files; empty: do not write.

@@ -165,6 +165,13 @@ void Network::forward_backward(Stream& stream, const float* params, const float*
   impl_->backward(stream, params, grads);
 }
 
+void Network::forward_backward(Stream& stream, const float* params, const float* images,
+                               const int* labels, float* grads,
+                               const LayerDone& layer_done) {
+  forward(stream, params, images, labels);
+  impl_->backward(stream, params, grads, layer_done);
+}
+
 void Network::predict(Stream& stream, const float* params, const float* images,
                       const int* labels) {
   impl_->inference(stream, params, images);

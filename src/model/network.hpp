@@ -13,6 +13,7 @@
 // Introduced in chapter 1.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,15 @@ class Network {
   /// grads[kNumParameters] (overwritten, not accumulated).
   void forward_backward(Stream& stream, const float* params, const float* images,
                         const int* labels, float* grads);
+  /// Called while the backward pass is enqueued, with k, right after the last op that
+  /// writes the gradients of gradient_layers()[k]: what the caller enqueues on the stream
+  /// then (record an event) runs as soon as those gradients are final.
+  using LayerDone = std::function<void(int layer)>;
+  /// As above, calling `layer_done(k)` for k = 0 (softmax_linear) .. 4 (conv1) as each
+  /// layer's gradients are enqueued, so another stream may start averaging them while the
+  /// backward pass goes on. Introduced in chapter 6.
+  void forward_backward(Stream& stream, const float* params, const float* images,
+                        const int* labels, float* grads, const LayerDone& layer_done);
 
   /// Enqueues the forward pass (no loss, no backward) and counts correct top-1 predictions
   /// (in_top_k, k = 1) into correct_count() (eval).

@@ -7,6 +7,10 @@
 //   -> dnorm2 (b) -> dconv2 (a) -> dcol2 [B * 144, 1600] (col2) -> dnorm1 (b) -> dpool1 (a)
 //   -> dconv1 [B, 24, 24, 64] (b).
 // No gradient is taken for the images.
+//
+// Each decayed layer gets its weight-decay term right after its own gemm, so its gradients
+// are final as early as possible; layer_done (chapter 6) marks each layer then. The terms
+// are the same axpys on the same values as when they ran together, so the bits are too.
 #include "model/network_impl.hpp"
 #include "model/parameters.hpp"
 
@@ -23,10 +27,25 @@ void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const 
   if (dx != nullptr) ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
 }
 
-void Network::Impl::backward(Stream& s, const float* params, float* grads) {
+void Network::Impl::backward(Stream& s, const float* params, float* grads,
+                             const LayerDone& layer_done) {
   // A variable's values and its gradient, by TF name.
   auto p = [params](const char* name) { return params + parameter(name).offset; };
   auto g = [grads](const char* name) { return grads + parameter(name).offset; };
+
+  // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
+  auto add_weight_decay = [&](const char* name) {
+    const ParameterView& view = parameter(name);
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
+              grads + view.offset);
+  };
+  // Layer k of gradient_layers() is enqueued: the caller may let other streams start on
+  // it (chapter 6 records an event).
+  int next_layer = 0;
+  auto layer_enqueued = [&] {
+    if (layer_done) layer_done(next_layer);
+    ++next_layer;
+  };
 
   const int b = batch_size;
   float* ga = grad_a.as<float>();
@@ -38,24 +57,21 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"),
                   dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
+  layer_enqueued();  // softmax_linear
   // local4 = relu(local3 w + b)
   s.set_scope("local4 grad");
   ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
   linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
                   g("local4/weights"), g("local4/biases"), gb);
+  add_weight_decay("local4/weights");
+  layer_enqueued();  // local4
   // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
   s.set_scope("local3 grad");
   ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
   linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
                   g("local3/weights"), g("local3/biases"), ga);
-
-  s.set_scope("weight_decay grad");
-  // Weight decay adds wd * w to each decayed weight's gradient (d/dw of wd * w^2 / 2).
-  for (const ParameterView& view : parameter_layout()) {
-    if (view.weight_decay == 0.0f) continue;
-    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
-              grads + view.offset);
-  }
+  add_weight_decay("local3/weights");
+  layer_enqueued();  // local3
 
   // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
   const Nhwc shape2{b, 12, 12, 64};
@@ -73,6 +89,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   const int columns2 = math::im2col_columns(kKernel, 64);
   linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(),
                   p("conv2/weights"), ga, g("conv2/weights"), g("conv2/biases"), nullptr);
+  layer_enqueued();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
   ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel, col2.as<float>(),
                             gb);  // dnorm1
 
@@ -88,6 +105,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads) {
   linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
                   p("conv1/weights"), gb,
                   g("conv1/weights"), g("conv1/biases"), nullptr);
+  layer_enqueued();  // conv1
   s.set_scope("");
 }
 

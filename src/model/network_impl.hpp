@@ -8,6 +8,7 @@
 // and passes each activation gradient back and forth between grad_a and grad_b.
 #pragma once
 
+
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/ops_fast_host.hpp"
@@ -42,7 +43,9 @@ struct Network::Impl {
   /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`.
   void loss(Stream& s, const float* params, const int* labels);
   /// Gradients of the total loss into grads[kNumParameters]; needs inference() and loss().
-  void backward(Stream& s, const float* params, float* grads);
+  /// Calls layer_done(k) (when set) once gradient_layers()[k]'s gradients are enqueued.
+  void backward(Stream& s, const float* params, float* grads,
+                const LayerDone& layer_done = nullptr);
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
   /// dw[in, out] = x^T dy, db[out] = dy^T ones. Then dx[rows, in] = dy w^T when dx is set.

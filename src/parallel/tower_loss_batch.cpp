@@ -8,15 +8,33 @@
 
 namespace towers {
 
-void tower_loss(Tower& tower, const float* params, const data::Batch& batch) {
+namespace {
+
+void check_batch(const Tower& tower, const data::Batch& batch) {
   if (batch.indices.size() != static_cast<std::size_t>(tower.batch_size())) {
     throw std::invalid_argument("tower_loss: tower " + std::to_string(tower.index) + " has batch " +
                                 std::to_string(tower.batch_size()) + " but got a batch of " +
                                 std::to_string(batch.indices.size()));
   }
+}
+
+}  // namespace
+
+void tower_loss(Tower& tower, const float* params, const data::Batch& batch) {
+  check_batch(tower, batch);
   Stream& stream = *tower.stream;
   tower.network->forward_backward(stream, params, batch.images, batch.labels,
                                   tower.grads.as<float>());
+  stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,
+              "copy loss");
+}
+
+void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
+                const model::Network::LayerDone& layer_done) {
+  check_batch(tower, batch);
+  Stream& stream = *tower.stream;
+  tower.network->forward_backward(stream, params, batch.images, batch.labels,
+                                  tower.grads.as<float>(), layer_done);
   stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,
               "copy loss");
 }

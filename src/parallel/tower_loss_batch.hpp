@@ -19,4 +19,10 @@ namespace towers {
 /// std::invalid_argument when the batch size is not the tower's. Introduced in chapter 4.
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch);
 
+/// As above, calling layer_done(k) as the backward pass enqueues the last op writing the
+/// gradients of model::gradient_layers()[k] (model::Network::LayerDone): what it enqueues
+/// on tower.stream runs once they are final. Introduced in chapter 6.
+void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
+                const model::Network::LayerDone& layer_done);
+
 }  // namespace towers

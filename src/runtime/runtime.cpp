@@ -20,9 +20,10 @@ std::unique_ptr<Runtime> Runtime::create(const RuntimeOptions& options) {
   std::vector<std::unique_ptr<Device>> devices;
   if (backend == Backend::kHost) {
     const int count = options.devices.value_or(kDefaultHostDevices);
+    auto link = options.link.limited() ? std::make_shared<HostLink>(options.link) : nullptr;
     for (int i = 0; i < count; ++i) {
       try {
-        devices.push_back(std::make_unique<HostDevice>(i, *trace));
+        devices.push_back(std::make_unique<HostDevice>(i, *trace, kHostDeviceMemoryBytes, link));
       } catch (const std::system_error& e) {  // each simulated device starts threads
         throw UsageError("--devices " + std::to_string(count) + ": could not start simulated device " +
                          std::to_string(i) + " (" + e.what() + "); this machine allows fewer "
@@ -30,6 +31,11 @@ std::unique_ptr<Runtime> Runtime::create(const RuntimeOptions& options) {
       }
     }
   } else {
+    if (options.link.limited()) {
+      throw UsageError("--link-gbps and --link-latency-us model the link between simulated "
+                       "devices; on GPUs the real link is used. Leave them out, or add "
+                       "--backend host.");
+    }
     const int available = cuda_device_count();
     const int count = options.devices.value_or(available);
     if (count > available) {

@@ -11,6 +11,7 @@
 
 #include "runtime/backend.hpp"
 #include "runtime/device.hpp"
+#include "runtime/link_model.hpp"
 
 namespace towers {
 
@@ -22,6 +23,9 @@ struct RuntimeOptions {
   /// host: how many simulated devices; cuda: use the first N GPUs.
   /// Unset means the default: kDefaultHostDevices simulated devices, or every GPU.
   std::optional<int> devices;
+  /// host: the simulated link between devices (`--link-gbps`, `--link-latency-us`);
+  /// unlimited by default. cuda: must stay unlimited (the real link is used).
+  LinkModel link = {};
 };
 
 /// Default number of simulated devices when `--devices` is not given.

@@ -22,8 +22,9 @@ void* aligned_bytes(std::size_t bytes) {
 
 }  // namespace
 
-HostDevice::HostDevice(int index, Trace& trace, std::size_t capacity_bytes)
-    : index_(index), trace_(trace), capacity_(capacity_bytes) {}
+HostDevice::HostDevice(int index, Trace& trace, std::size_t capacity_bytes,
+                       std::shared_ptr<HostLink> link)
+    : index_(index), trace_(trace), capacity_(capacity_bytes), link_(std::move(link)) {}
 
 HostDevice::~HostDevice() = default;
 
@@ -55,7 +56,9 @@ Buffer HostDevice::allocate(std::size_t bytes) {
     throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes for " +
                       name() + ". Use fewer devices or a smaller batch size.");
   }
+  if (link_) link_->add(data, bytes, index_);  // so a stream can tell a peer copy
   return Buffer(data, bytes, [this, bytes](void* p) {
+    if (link_) link_->remove(p);
     std::free(p);
     used_.fetch_sub(bytes);
   });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/host/host_link.hpp"
 #include "trace/trace.hpp"
 
 namespace towers {
@@ -26,7 +27,9 @@ inline constexpr std::size_t kHostDeviceMemoryBytes = std::size_t{4} << 30;
 class HostDevice final : public Device {
  public:
   /// Simulated device `index`, with `capacity_bytes` of memory, tracing into `trace`.
-  HostDevice(int index, Trace& trace, std::size_t capacity_bytes = kHostDeviceMemoryBytes);
+  /// `link` (shared by the runtime's devices; null: none) slows peer copies (chapter 6).
+  HostDevice(int index, Trace& trace, std::size_t capacity_bytes = kHostDeviceMemoryBytes,
+             std::shared_ptr<HostLink> link = nullptr);
   ~HostDevice() override;
 
   Backend backend() const override { return Backend::kHost; }
@@ -41,6 +44,9 @@ class HostDevice final : public Device {
   /// Bytes currently allocated on this simulated device.
   std::size_t used_bytes() const { return used_.load(); }
 
+  /// The simulated link to the other devices, or null (peer copies at memory speed).
+  const HostLink* link() const { return link_.get(); }
+
   /// Called by HostStream's constructor and destructor.
   void register_stream(HostStream* stream);
   /// Called by HostStream's destructor.
@@ -50,6 +56,7 @@ class HostDevice final : public Device {
   const int index_;
   Trace& trace_;
   const std::size_t capacity_;
+  std::shared_ptr<HostLink> link_;
   std::atomic<std::size_t> used_{0};
   std::mutex streams_mutex_;
   std::vector<HostStream*> streams_;

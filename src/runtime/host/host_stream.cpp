@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "runtime/host/host_stream.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "runtime/host/host_device.hpp"
 #include "runtime/host/host_event.hpp"
@@ -68,7 +70,21 @@ void HostStream::launch(std::string_view name, HostWork host, CudaWork /*cuda*/)
 }
 
 void HostStream::copy(void* dst, const void* src, std::size_t bytes, std::string_view name) {
-  enqueue_work(name, [=] { std::memcpy(dst, src, bytes); });
+  const HostLink* link = device_.link();
+  const double link_seconds = link != nullptr ? link->copy_seconds(dst, src, bytes) : 0.0;
+  if (link_seconds == 0) {
+    enqueue_work(name, [=] { std::memcpy(dst, src, bytes); });
+    return;
+  }
+  // A peer copy over the simulated link (link_model.hpp): the data moves at memory speed,
+  // then the worker sleeps, holding no core, until the link would have delivered it.
+  enqueue_work(name, [=] {
+    const auto delivered = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(link_seconds));
+    std::memcpy(dst, src, bytes);
+    std::this_thread::sleep_until(delivered);
+  });
 }
 
 void HostStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) {

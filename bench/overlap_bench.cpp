@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// bench_overlap: chapter 6 with the all-reduce overlapped (--overlap on) against after the
+// backward pass (off), for simulated link bandwidths and bucket caps; one row per case.
+//
+//   build/bin/bench_overlap                                   # host, 2 devices
+//   build/bin/bench_overlap --links 0,1,0.25 --bucket-mb 0,1,25 --batch-size 32
+//
+// It runs build/bin/06_overlap itself and reads its `summary:` lines (step_ms: mean step
+// time, first step excluded; exposed_comm_ms, overlap_comm: from the trace). Each case runs
+// `repeats` times and keeps the fastest run, so a burst of load slows one run, not the row.
+//
+// The analytic expectation beside the measurement. With overlap off the step is compute
+// plus communication: off = C + A, where A is off's exposed_comm_ms (nothing runs beside
+// the ring then) and C = off - A. With overlap on, buckets travel while the backward pass
+// runs, so the step is about max(C, A) + the last bucket's all-reduce, which cannot start
+// before the backward pass ends: expect = max(C, A) + A * last/total, last/total the last
+// bucket's share of the gradient bytes (latency ignored). One bucket gives expect = C + A.
+// Link "0" is unlimited (no --link-gbps). same loss: on and off end with the same loss
+// (two towers: the same bits, see chapter6_test).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "cli/summary.hpp"
+#include "model/parameters.hpp"
+#include "parallel/buckets.hpp"
+
+namespace towers {
+namespace {
+
+struct BenchOptions {
+  std::vector<double> links = {0, 1, 0.25};  // Gb/s; 0: unlimited
+  std::vector<double> bucket_mb = {0, 1, 25};
+  int devices = 2;
+  int batch_size = 32;
+  int steps = 4;
+  int repeats = 1;
+  std::string bin_dir;  // empty: where this program is
+};
+
+using SummaryMap = std::map<std::string, std::string>;
+
+std::string own_directory() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// Runs `command`, returns the last summary line it printed; throws when there is none.
+SummaryMap run_chapter(const std::string& command) {
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("could not run: " + command);
+  std::string text;
+  char chunk[4096];
+  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) text += chunk;
+  const int status = pclose(pipe);
+  const auto summaries = parse_summaries(text);
+  if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
+    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
+    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
+  }
+  return summaries.back();
+}
+
+double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
+
+SummaryMap best_of(const std::string& command, int repeats) {
+  SummaryMap best;
+  for (int r = 0; r < repeats; ++r) {
+    SummaryMap s = run_chapter(command);
+    if (r == 0 || number(s, "step_ms") < number(best, "step_ms")) best = s;
+  }
+  return best;
+}
+
+int run(const BenchOptions& o) {
+  if (o.steps < 2 || o.repeats < 1 || o.batch_size < 1 || o.devices < 2) {
+    throw UsageError("--steps must be at least 2 (the first is not timed), --devices at least "
+                     "2, --repeats and --batch-size at least 1");
+  }
+  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/06_overlap";
+  if (!std::filesystem::exists(program)) {
+    throw UsageError(program + " not found; build target 06_overlap, or point --bin-dir at it.");
+  }
+  std::printf("# bench_overlap: chapter 6, overlap on vs off, host backend, %d devices, batch %d "
+              "per tower, %d steps (first untimed), best of %d; %ld cores here\n",
+              o.devices, o.batch_size, o.steps, o.repeats, sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("# %6s  %7s  %8s  %8s  %8s  %8s  %7s  %9s  %9s  %9s\n", "Gb/s", "buckets",
+              "comm(ms)", "off(ms)", "on(ms)", "saved", "hidden", "expect", "on/expect",
+              "same loss");
+  bool all_same = true;
+  for (double link : o.links) {
+    std::ostringstream flags;
+    flags << program << " --backend host --devices " << o.devices << " --batch-size "
+          << o.batch_size << " --steps " << o.steps << " --log-every 1000";
+    if (link > 0) flags << " --link-gbps " << link;
+    const SummaryMap off = best_of(flags.str() + " --overlap off", o.repeats);
+    const double off_ms = number(off, "step_ms"), comm = number(off, "exposed_comm_ms");
+    const double compute = std::max(0.0, off_ms - comm);
+    for (double cap : o.bucket_mb) {
+      const auto buckets = make_buckets(cap);
+      std::ostringstream on_flags;
+      on_flags << flags.str() << " --overlap on --bucket-mb " << cap;
+      const SummaryMap on = best_of(on_flags.str(), o.repeats);
+      const double on_ms = number(on, "step_ms");
+      const double last_share = static_cast<double>(buckets.back().count) / model::kNumParameters;
+      const double expect = buckets.size() == 1 ? compute + comm
+                                                : std::max(compute, comm) + comm * last_share;
+      const bool same = on.at("final_loss") == off.at("final_loss");
+      all_same = all_same && same;
+      std::printf("  %6g  %7zu  %8.1f  %8.1f  %8.1f  %7.1f%%  %7s  %9.1f  %9.2f  %9s\n", link,
+                  buckets.size(), comm, off_ms, on_ms, 100.0 * (off_ms - on_ms) / off_ms,
+                  on.at("overlap_comm").c_str(), expect, on_ms / expect, same ? "yes" : "NO");
+      Summary()
+          .add("link_gbps", link, 3)
+          .add("buckets", static_cast<long long>(buckets.size()))
+          .add("comm_ms", comm, 2)
+          .add("off_step_ms", off_ms, 2)
+          .add("on_step_ms", on_ms, 2)
+          .add("expected_on_ms", expect, 2)
+          .add("same_loss", std::string(same ? "yes" : "no"))
+          .print();
+    }
+  }
+  if (!all_same) {
+    std::fprintf(stderr, "error: overlap on and off ended with different losses\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace towers
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 6's step time with the all-reduce overlapped vs after the backward pass"};
+  towers::BenchOptions options;
+  app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--bucket-mb", options.bucket_mb, "bucket caps in MiB, 0: one per layer")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--devices", options.devices, "simulated devices, one tower each")
+      ->capture_default_str();
+  app.add_option("--batch-size", options.batch_size, "images per tower per step")
+      ->capture_default_str();
+  app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
+      ->capture_default_str();
+  app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
+      ->capture_default_str();
+  app.add_option("--bin-dir", options.bin_dir, "where 06_overlap is (default: here)");
+  return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
+}

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: MIT
+// Chapter 6: the all-reduce overlapped with the backward pass.
+// One change from chapter 4: the towers no longer meet once, after the whole backward pass.
+// The backward pass records an event as each layer's gradients become final (softmax_linear
+// first, conv1 last); the gradients are cut into buckets of whole layers, and each
+// bucket's all-reduce starts on a second stream of the tower's device, the communication
+// stream, as soon as its event fires, while the backward pass goes on with earlier layers.
+// The optimizer waits for every bucket. --overlap off is chapter 4's step, in this program.
+// With simulated devices copies cost almost nothing; --link-gbps gives them a link to wait on.
+#include <algorithm>
+
+#include "model/gradient_layers.hpp"
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "parallel/allreduce_choice.hpp"
+#include "parallel/buckets.hpp"
+#include "parallel/overlap_trace.hpp"
+#include "parallel/parameter_check.hpp"
+#include "parallel/pipeline_trace.hpp"
+#include "parallel/tower_inputs.hpp"
+#include "parallel/tower_loss_batch.hpp"
+#include "parallel/tower_training.hpp"
+#include "runtime/rendezvous.hpp"
+
+using namespace towers;
+using namespace towers::model;
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 6: chapter 4's step with the gradients all-reduced in buckets on a "
+               "communication stream, each as soon as the backward pass has finished it."};
+  TrainingFlags flags;
+  bool probe = false;
+  std::string allreduce_choice = "auto";
+  InputFlags input_flags;
+  CheckFlags check_flags;
+  OverlapFlags overlap_flags;
+  TowerTraining::add_flags(app, flags, probe);
+  add_allreduce_flag(app, allreduce_choice);
+  add_input_flags(app, input_flags);
+  add_check_flags(app, check_flags);
+  add_overlap_flags(app, overlap_flags);
+
+  return run_program(app, argc, argv, [&] {
+    TowerTraining training(flags, probe, TowerInput::kOwnIterators);
+    auto& towers = training.towers();
+    const int num_gpus = training.num_towers();
+    const std::size_t param_bytes = kNumParameters * sizeof(float);
+    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
+    std::size_t largest_bucket = 0;
+    for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
+    auto allreduce = make_tower_allreduce(training.runtime(), towers, allreduce_choice,
+                                          overlap_flags.overlap ? largest_bucket : kNumParameters);
+    // As chapter 4, every tower owns its variables. New: a communication stream per tower,
+    // an event per layer that the backward pass records, and one for "all buckets done".
+    std::vector<Buffer> params, averages;
+    std::vector<float*> param_ptrs, grads;
+    std::vector<Stream*> streams, comm_streams;
+    std::vector<std::unique_ptr<Stream>> comm_owned;
+    std::vector<std::vector<std::unique_ptr<Event>>> layer_ready_owned;
+    std::vector<std::vector<Event*>> layer_ready;  // [tower][layer], backward order
+    std::vector<std::unique_ptr<Event>> reduced;   // [tower]: every bucket averaged
+    for (auto& tower : towers) {
+      params.push_back(tower->device->allocate(param_bytes));
+      averages.push_back(tower->device->allocate(param_bytes));
+      for (Buffer* v : {&params.back(), &averages.back()}) {
+        tower->stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
+      }
+      param_ptrs.push_back(params.back().as<float>());
+      grads.push_back(tower->grads.as<float>());
+      streams.push_back(tower->stream.get());
+      comm_owned.push_back(tower->device->create_stream());
+      comm_owned.back()->set_tower(tower->index);
+      comm_streams.push_back(comm_owned.back().get());
+      layer_ready_owned.emplace_back();
+      layer_ready.emplace_back();
+      for (std::size_t k = 0; k < gradient_layers().size(); ++k) {
+        layer_ready_owned.back().push_back(tower->device->create_wait_event());
+        layer_ready.back().push_back(layer_ready_owned.back().back().get());
+      }
+      reduced.push_back(tower->device->create_wait_event());
+    }
+    training.runtime().synchronize();
+    ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
+    PipelineTrace pipeline;
+    OverlapTrace overlap;
+    training.watch_trace([&](const std::vector<TraceEvent>& events) {
+      pipeline.collect(events);
+      overlap.collect(events);
+    });
+    training.read_params_with([&](float* out) {
+      streams[0]->copy(out, param_ptrs[0], param_bytes);
+      streams[0]->synchronize();
+    });
+    const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    // --probe with overlap on: a rendezvous of tower 0's compute stream, right after
+    // softmax_linear's gradients (the backward pass not yet done), and its communication
+    // stream at the start of the first bucket. It meets only if both run at once.
+    std::unique_ptr<Rendezvous> comm_probe;
+    const int probe_step = flags.steps > 1 ? 1 : 0;
+    if (probe && overlap_flags.overlap) {
+      comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
+    }
+
+    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
+         ++global_step) {
+      training.begin_step(global_step);
+      for (int i = 0; i < num_gpus; ++i) {
+        Tower& tower = *towers[i];
+        const data::Batch batch = inputs[i].next();
+        training.probe(tower);
+        tower.stream->wait(*batch.ready);
+        // docs-begin: layer-events
+        tower_loss(tower, param_ptrs[i], batch, [&](int layer) {
+          tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
+          if (comm_probe && i == 0 && layer == 0 && global_step == probe_step) {
+            comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
+          }
+        });
+        // docs-end: layer-events
+        inputs[i].release(batch, *tower.stream);
+      }
+      if (comm_probe && global_step == probe_step) {  // --probe: where the first bucket starts
+        comm_streams[0]->wait(*layer_ready[0][buckets.front().last_layer]);
+        comm_probe->enqueue(*comm_streams[0]);
+      }
+      if (overlap_flags.overlap) {
+        // docs-begin: bucket-allreduce
+        for (const Bucket& bucket : buckets) {  // in the order the backward pass ends them
+          for (int i = 0; i < num_gpus; ++i) {
+            comm_streams[i]->wait(*layer_ready[i][bucket.last_layer]);  // not the whole pass
+          }
+          allreduce->average(bucket_of(grads, bucket), bucket.count, comm_streams);
+        }
+        for (int i = 0; i < num_gpus; ++i) {  // the optimizer reads every bucket's mean
+          comm_streams[i]->record(*reduced[i]);
+          streams[i]->wait(*reduced[i]);
+        }
+        // docs-end: bucket-allreduce
+      } else {
+        allreduce->average(grads, kNumParameters, streams);  // chapter 4: after the whole pass
+      }
+      for (int i = 0; i < num_gpus; ++i) {
+        apply_gradients(*streams[i], learning_rate(global_step, steps_per_decay), grads[i],
+                        param_ptrs[i]);
+        update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
+                               averages[i].as<float>());
+      }
+      training.end_enqueue();
+      training.runtime().synchronize();  // the one wait of the step: read the loss
+      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      check.after_step(global_step, param_ptrs);
+    }
+    Summary extra;
+    extra.add("allreduce", std::string(allreduce->name()))
+        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
+        .add("overlap_mode", std::string(overlap_flags.overlap ? "on" : "off"))
+        .add("buckets", static_cast<long long>(overlap_flags.overlap ? buckets.size() : 1))
+        .add("overlap_comm", overlap.overlap_comm(), 3)
+        .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
+        .add("param_checks", check.checks());
+    if (comm_probe && training.steps_run() > probe_step) {
+      extra.add("comm_rendezvous", std::string(comm_probe->all_met() ? "met" : "timeout"));
+    }
+    return training.finish("chapter 6: overlap", "allreduce", extra);
+  });
+}

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The simulated link (runtime/link_model.hpp): a peer copy between two host devices takes
+// latency + 8 * bytes / bandwidth, within 10 %; a copy inside one device is not slowed;
+// and the copy waits without holding a core.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <cstring>
+
+#include "runtime/link_model.hpp"
+#include "runtime/runtime.hpp"
+#include "trace/trace.hpp"
+
+namespace towers {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::unique_ptr<Runtime> host_runtime(LinkModel link) {
+  RuntimeOptions options;
+  options.backend = BackendChoice::kHost;
+  options.devices = 2;
+  options.link = link;
+  return Runtime::create(options);
+}
+
+TEST(LinkModel, FormulaIsLatencyPlusBitsOverBandwidth) {
+  const LinkModel link{8.0, 50.0};  // 8 Gb/s = 1 GB/s
+  EXPECT_DOUBLE_EQ(link.seconds(1000000), 50e-6 + 1e-3);
+  EXPECT_FALSE(LinkModel{}.limited()) << "the default is unlimited";
+  EXPECT_EQ(LinkModel{}.seconds(1 << 20), 0.0);
+}
+
+// Timed from the trace span (when the worker started and ended the copy), so the time a
+// loaded machine takes to wake the worker does not count; the model is ~85 ms so that
+// the scheduler's lateness in ending the sleep stays far below the 10 % allowed.
+TEST(LinkModel, PeerCopyTakesTheModelledTime) {
+  const LinkModel link{0.4, 1000.0};  // 0.4 Gb/s plus 1 ms
+  auto runtime = host_runtime(link);
+  const std::size_t bytes = std::size_t{4} << 20;  // 4 MiB: 83.9 ms + 1 ms
+  Buffer a = runtime->device(0).allocate(bytes), b = runtime->device(1).allocate(bytes);
+  std::memset(a.data(), 7, bytes);
+  std::memset(b.data(), 0, bytes);
+  auto stream = runtime->device(1).create_stream();
+  runtime->trace().set_enabled(true);
+  const std::clock_t cpu_start = std::clock();  // CPU time of every thread of this process
+  stream->copy(b.data(), a.data(), bytes, "peer copy");
+  stream->synchronize();
+  const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
+  const auto spans = runtime->trace().collect();
+  ASSERT_EQ(spans.size(), 1u);
+  const double measured = (spans[0].end_us - spans[0].start_us) * 1e-6;
+  const double expected = link.seconds(bytes);
+  std::printf("peer copy of %zu bytes: %.2f ms, model %.2f ms, CPU %.2f ms\n", bytes,
+              1e3 * measured, 1e3 * expected, 1e3 * cpu);
+  EXPECT_NEAR(measured, expected, 0.10 * expected);
+  EXPECT_EQ(static_cast<unsigned char*>(b.data())[bytes - 1], 7) << "the data arrives too";
+  EXPECT_LT(cpu, 0.5 * expected) << "the transfer waits like DMA: it must not hold a core";
+}
+
+TEST(LinkModel, CopyWithinOneDeviceIsNotSlowed) {
+  const LinkModel link{0.5, 0.0};  // 4 MiB would take 67 ms over this link
+  auto runtime = host_runtime(link);
+  const std::size_t bytes = std::size_t{4} << 20;
+  Buffer a = runtime->device(1).allocate(bytes), b = runtime->device(1).allocate(bytes);
+  std::memset(a.data(), 1, bytes);
+  std::memset(b.data(), 0, bytes);
+  auto stream = runtime->device(1).create_stream();
+  const auto start = std::chrono::steady_clock::now();
+  stream->copy(b.data(), a.data(), bytes, "local copy");
+  stream->synchronize();
+  EXPECT_LT(seconds_since(start), 0.5 * link.seconds(bytes));
+}
+
+TEST(LinkModel, CudaBackendRefusesALinkModel) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "needs a CUDA device, found 0";
+  RuntimeOptions options;
+  options.backend = BackendChoice::kCuda;
+  options.link = LinkModel{10.0, 0.0};
+  try {
+    Runtime::create(options);
+    FAIL() << "a link model on the cuda backend must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--backend host"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace towers
