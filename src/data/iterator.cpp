@@ -7,7 +7,7 @@
 #include <string>
 
 #include "data/iterator_plan.hpp"
-#include "runtime/backend.hpp"
+#include "base/usage_error.hpp"
 #include "trace/trace.hpp"
 
 namespace towers::data {

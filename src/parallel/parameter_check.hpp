@@ -35,9 +35,6 @@ struct CheckFlags {
 /// Adds --check-every and --inject-divergence to `app`.
 void add_check_flags(CLI::App& app, CheckFlags& flags);
 
-/// 64-bit FNV-1a of `bytes` bytes at `data`.
-std::uint64_t fnv1a(const void* data, std::size_t bytes);
-
 /// Compares the towers' parameter copies by checksum.
 class ParameterCheck {
  public:
