@@ -6,8 +6,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "data/iterator_plan.hpp"
 #include "base/usage_error.hpp"
+#include "data/iterator_plan.hpp"
+#include "trace/span_names.hpp"
 #include "trace/trace.hpp"
 
 namespace towers::data {
@@ -104,7 +105,7 @@ void TowerIterator::produce() {
       // buffer last time; then the copy, then the marker the tower's stream will wait for.
       copy_stream_->wait(*slot.consumed);
       copy_stream_->copy(slot.device.data(), slot.pinned.data(), slot.pinned.bytes(),
-                         "copy input");
+                         span::kCopyInput);
       copy_stream_->record(*slot.ready);
 
       std::lock_guard<std::mutex> lock(mutex_);
