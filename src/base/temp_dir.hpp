@@ -13,7 +13,9 @@ namespace towers::base {
 /// concurrent test processes apart; `name` keeps the folders of one process apart.
 class TempDir {
  public:
+  /// Empties (if left over) and creates the folder for `name`.
   explicit TempDir(const std::string& name);
+  /// Removes the folder and everything in it; never throws.
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

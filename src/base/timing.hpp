@@ -8,6 +8,7 @@
 
 namespace towers::base {
 
+/// The clock every timing uses: steady, so never set back.
 using Clock = std::chrono::steady_clock;
 
 /// Seconds from `start` to now.
