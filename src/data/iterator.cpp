@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/timing.hpp"
 #include "base/usage_error.hpp"
 #include "data/iterator_plan.hpp"
 #include "trace/span_names.hpp"
@@ -162,10 +163,9 @@ Batch TowerIterator::next() {
                      "forever. release() each batch once its step is enqueued, or raise " +
                      "the prefetch depth.");
   }
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = base::Clock::now();
   ready_cv_.wait(lock, [&] { return !ready_.empty() || producer_done_; });
-  input_wait_ms_ +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  input_wait_ms_ += base::ms_since(start);
   // Batches finished before a failure come first; then the failure, every time.
   if (ready_.empty()) std::rethrow_exception(error_);
 
