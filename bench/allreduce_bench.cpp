@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "parallel/allreduce.hpp"
@@ -57,9 +58,7 @@ float input_value(int tower, std::size_t e) {
                                              kPattern) - 8);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+using base::seconds_since;
 
 // One host thread copying kMaxBytes, best of kMemcpyRepeats, in GB/s of bytes copied.
 double memcpy_gbs() {

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "model/ops.hpp"
@@ -35,7 +36,9 @@
 namespace towers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using base::Clock;
+using base::median;
+using base::ms_since;
 
 struct BenchOptions {
   std::string backend = "host";
@@ -44,15 +47,6 @@ struct BenchOptions {
   int batch_size = 8;
   int steps = 5;
 };
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Chapter 3's step on `towers` towers, runnable eagerly or captured.
 class Step {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "kernels/host/kernels.hpp"
@@ -35,13 +36,11 @@ struct Timing {
 Timing time_runs(const std::function<void()>& run, int repeats) {
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = base::Clock::now();
     run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                           start).count());
+    ms.push_back(base::ms_since(start));
   }
-  std::sort(ms.begin(), ms.end());
-  return Timing{ms.front(), ms[ms.size() / 2]};
+  return Timing{base::best(ms), base::median(ms)};
 }
 
 // Elements of `a` and `b` that differ in any bit.

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "model/network.hpp"
@@ -32,7 +33,7 @@
 namespace towers {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using base::Clock;
 struct BenchOptions {
   int batch_size = 128, steps = 20, warmup = 3, towers = 2;
   InputFlags input;  // --prefetch, --input-threads: chapter 4's flags and defaults
@@ -42,14 +43,9 @@ struct Timing {
   double median_s = 0, best_s = 0, images_per_sec = 0;
 };
 
-double since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-Timing timing(std::vector<double> t, double images) {
-  std::sort(t.begin(), t.end());
-  const std::size_t n = t.size();
-  const double median = n % 2 == 1 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-  return {median, t.front(), images / median};
+Timing timing(const std::vector<double>& t, double images) {
+  const double median = base::median(t);
+  return {median, base::best(t), images / median};
 }
 data::IteratorOptions iterator_options(const BenchOptions& o, int towers) {
   return {.num_towers = towers, .batch_size = o.batch_size, .seed = 1,
@@ -82,12 +78,12 @@ Timing produce(Runtime& runtime, const data::Dataset& train, const BenchOptions&
       seen.insert(seen.end(), batch.indices.begin(), batch.indices.end());
       iterators[t]->release(batch, *streams[t]);
     }
-    if (round >= o.warmup) times.push_back(since(start));
+    if (round >= o.warmup) times.push_back(base::seconds_since(start));
     std::sort(seen.begin(), seen.end());
     *bad += seen.end() - std::unique(seen.begin(), seen.end());  // shards must be disjoint
   }
   Timing t = timing(times, double(towers) * o.batch_size);
-  t.images_per_sec = double(towers) * o.batch_size * rounds / since(first);
+  t.images_per_sec = double(towers) * o.batch_size * rounds / base::seconds_since(first);
   return t;
 }
 
@@ -122,7 +118,7 @@ struct Trainer {
       release(batch);
       stream->synchronize();
       losses->push_back(loss.as<float>()[model::kTotalLoss]);
-      if (step >= o.warmup) times.push_back(since(start));
+      if (step >= o.warmup) times.push_back(base::seconds_since(start));
     }
     return timing(times, o.batch_size);
   }

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 
@@ -57,12 +58,7 @@ std::string own_directory() {
 
 // Runs `command`, returns the last summary line it printed; throws when there is none.
 SummaryMap run_chapter(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("could not run: " + command);
-  std::string text;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) text += chunk;
-  const int status = pclose(pipe);
+  const auto [status, text] = base::run_command(command + " 2>&1");
   const auto summaries = parse_summaries(text);
   if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
     const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;

@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.hpp"
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "model/network.hpp"
@@ -76,12 +78,6 @@ struct BenchOptions {
   std::string python;  // empty: the first of kPythons that has torch
   std::string pytorch_script = TOWERS_BENCH_DIR "/torch_cifar10.py";
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One tower's model, parameters and fixed batch on one device, trained on one stream.
 class Trainer {
@@ -123,7 +119,7 @@ class Trainer {
   // One step: forward, backward, SGD; returns its wall time in seconds and the loss the
   // forward pass computed (before the update).
   double step(float* loss) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = base::Clock::now();
     network_.forward_backward(*stream_, params_.as<float>(), images_.as<float>(),
                               labels_.as<int>(), grads_.as<float>());
     model::apply_gradients(*stream_, model::kInitialLearningRate, grads_.as<float>(),
@@ -131,7 +127,7 @@ class Trainer {
     stream_->copy(losses_.data(), network_.losses(), losses_.bytes(), "copy loss");
     stream_->synchronize();
     *loss = losses_.as<float>()[model::kTotalLoss];
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return base::seconds_since(start);
   }
 
   int batch_size() const { return batch_size_; }
@@ -168,7 +164,7 @@ CaseResult run_case(Trainer& trainer, const BenchOptions& options) {
     if (options.warmup == 0 && i == 0) r.first_loss = loss;
   }
   r.last_loss = loss;
-  r.median_s = median(times);
+  r.median_s = base::median(times);
   r.best_s = *std::min_element(times.begin(), times.end());
   r.ok = finite && r.last_loss < r.first_loss;
   return r;
@@ -268,18 +264,9 @@ PytorchResult run_pytorch(const BenchOptions& options, const std::string& python
   command << python << " " << options.pytorch_script << " --threads " << threads
           << " --batch-size " << options.batch_size << " --warmup " << options.warmup
           << " --steps " << options.steps << " 2>&1";
-  std::FILE* pipe = popen(command.str().c_str(), "r");
-  if (pipe == nullptr) {
-    r.why = "could not start " + python;
-    return r;
-  }
-  std::string text;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) {
-    std::fputs(chunk, stdout);  // its own lines, as printed
-    text += chunk;
-  }
-  const int status = pclose(pipe);
+  // Its own lines, shown as printed.
+  const auto [status, text] = base::run_command(
+      command.str(), [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
   const auto summaries = parse_summaries(text);
   if (status != 0 || summaries.empty() || !summaries.back().contains("images_per_sec")) {
     r.why = "failed (" + options.pytorch_script + ")";

@@ -4,11 +4,12 @@
 // worker build (CI grades the mutants so).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
 #include <vector>
+
+#include "base/process.hpp"
 
 namespace {
 
@@ -31,11 +32,7 @@ Job run(int ranks, std::size_t count, const std::string& kind) {
                               std::to_string(ranks) + " " + worker + " " + std::to_string(count) +
                               " " + kind + " 2>&1";
   Job job;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return job;
-  char line[4096];
-  while (std::fgets(line, sizeof line, pipe)) job.output += line;
-  pclose(pipe);
+  job.output = towers::base::run_command(command).output;
   const std::regex pattern(R"(rank (\d+) sendrecv=(\d+) collectives=(\d+) exact_error=(\S+) reference_mismatches=(\d+) error=(.*))");
   job.ranks.resize(ranks);
   for (auto it = std::sregex_iterator(job.output.begin(), job.output.end(), pattern);

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "runtime/backend.hpp"  // towers::UsageError
+#include "base/usage_error.hpp"
 
 namespace towers {
 namespace fs = std::filesystem;

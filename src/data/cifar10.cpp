@@ -7,7 +7,7 @@
 #include <string>
 #include <system_error>
 
-#include "runtime/backend.hpp"  // towers::UsageError
+#include "base/usage_error.hpp"
 
 namespace towers::data {
 namespace fs = std::filesystem;

@@ -6,8 +6,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/timing.hpp"
+#include "base/usage_error.hpp"
 #include "data/iterator_plan.hpp"
-#include "runtime/backend.hpp"
+#include "trace/span_names.hpp"
 #include "trace/trace.hpp"
 
 namespace towers::data {
@@ -104,7 +106,7 @@ void TowerIterator::produce() {
       // buffer last time; then the copy, then the marker the tower's stream will wait for.
       copy_stream_->wait(*slot.consumed);
       copy_stream_->copy(slot.device.data(), slot.pinned.data(), slot.pinned.bytes(),
-                         "copy input");
+                         span::kCopyInput);
       copy_stream_->record(*slot.ready);
 
       std::lock_guard<std::mutex> lock(mutex_);
@@ -161,10 +163,9 @@ Batch TowerIterator::next() {
                      "forever. release() each batch once its step is enqueued, or raise " +
                      "the prefetch depth.");
   }
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = base::Clock::now();
   ready_cv_.wait(lock, [&] { return !ready_.empty() || producer_done_; });
-  input_wait_ms_ +=
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  input_wait_ms_ += base::ms_since(start);
   // Batches finished before a failure come first; then the failure, every time.
   if (ready_.empty()) std::rethrow_exception(error_);
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "data/rng.hpp"
-#include "runtime/backend.hpp"
+#include "base/usage_error.hpp"
 
 namespace towers::data {
 

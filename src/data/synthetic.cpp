@@ -12,7 +12,7 @@
 
 #include "data/rng.hpp"
 #include "data/shapes.hpp"
-#include "runtime/backend.hpp"  // towers::UsageError
+#include "base/usage_error.hpp"
 
 namespace towers::data {
 namespace fs = std::filesystem;

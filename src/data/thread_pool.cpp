@@ -4,7 +4,7 @@
 #include <exception>
 #include <string>
 
-#include "runtime/backend.hpp"
+#include "base/usage_error.hpp"
 
 namespace towers::data {
 

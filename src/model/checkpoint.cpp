@@ -25,6 +25,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "base/hash.hpp"
 #include "model/parameters.hpp"
 #include "runtime/backend.hpp"
 
@@ -36,11 +37,7 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'S', 'C', 'K'};
 constexpr std::uint32_t kFormatVersion = 1;
 
-std::uint64_t fnv1a64(const std::string& bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
+using base::fnv1a64;
 
 // Appends `value` as `bytes` little-endian bytes, whatever the machine's byte order.
 void put(std::string& out, std::uint64_t value, int bytes) {

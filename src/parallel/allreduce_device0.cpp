@@ -23,6 +23,7 @@
 #include "kernels/host/blas.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_checks.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -63,18 +64,21 @@ class DeviceZeroAllReduce final : public AllReduce {
       stream_->wait(*ready_[i]);  // tower i's gradients are final
       const float* grads = buffers[i];
       if (!received_[i].empty()) {
-        stream_->copy(received_[i].data(), grads, bytes, "device0 peer copy");
+        stream_->copy(received_[i].data(), grads, bytes,
+                      std::string(span::kDevice0Prefix) + "peer copy");
         grads = received_[i].as<float>();
       }
       stream_->launch(
-          "device0 add", [=] { host::axpy(c, 1.0f, grads, sum); },
+          std::string(span::kDevice0Prefix) + "add", [=] { host::axpy(c, 1.0f, grads, sum); },
           [=](const CudaLaunchContext& ctx) { cuda::axpy(ctx, c, 1.0f, grads, sum); });
     }
     const float scale = 1.0f / static_cast<float>(n);
     stream_->launch(
-        "device0 scale", [=] { host::scal(c, scale, sum); },
+        std::string(span::kDevice0Prefix) + "scale", [=] { host::scal(c, scale, sum); },
         [=](const CudaLaunchContext& ctx) { cuda::scal(ctx, c, scale, sum); });
-    for (std::size_t i = 1; i < n; ++i) stream_->copy(buffers[i], sum, bytes, "device0 broadcast");
+    for (std::size_t i = 1; i < n; ++i) {
+      stream_->copy(buffers[i], sum, bytes, std::string(span::kDevice0Prefix) + "broadcast");
+    }
     stream_->record(*done_);
     for (std::size_t i = 0; i < n; ++i) streams[i]->wait(*done_);  // the mean is in place
   }

@@ -10,6 +10,7 @@
 #include "mpi/mpi_check.hpp"
 #include "parallel/allreduce.hpp"
 #include "runtime/backend.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 
@@ -46,7 +47,7 @@ class HostRankAllReduce final : public RankAllReduce {
       throw std::invalid_argument(std::string(name()) + " all-reduce: count " + std::to_string(count) +
                                   " exceeds the max_count it was set up for");
     }
-    const std::string op = ring_ ? "ring sendrecv" : "mpi allreduce";
+    const std::string op = ring_ ? span::kRingSendrecv : span::kMpiAllReduce;
     stream.launch(
         op,
         [=, this] {

@@ -13,6 +13,7 @@
 #include "kernels/cuda/check.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_checks.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -65,7 +66,7 @@ class NcclAllReduce final : public AllReduce {
       return;
     }
     streams[i]->launch(
-        "nccl allreduce",
+        span::kNcclAllReduce,
         [] { throw std::logic_error("the nccl all-reduce ran on a host stream"); },
         [&, i](const CudaLaunchContext& ctx) {
           handles[i] = static_cast<cudaStream_t>(ctx.stream);

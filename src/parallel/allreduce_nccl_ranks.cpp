@@ -23,6 +23,7 @@
 #include "kernels/cuda/check.hpp"
 #include "mpi/mpi_check.hpp"
 #include "parallel/allreduce_mpi.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -55,7 +56,7 @@ class NcclRankAllReduce final : public RankAllReduce {
     comm_stream_->wait(*gradients_ready_);
     ncclComm_t comm = comm_;
     comm_stream_->launch(
-        "nccl allreduce",
+        span::kNcclAllReduce,
         [] { throw std::logic_error("the nccl all-reduce ran on a host stream"); },
         [=](const CudaLaunchContext& ctx) {
           NCCL_CHECK(ncclAllReduce(buffer, buffer, count, ncclFloat, ncclAvg, comm,

@@ -37,6 +37,7 @@
 #include "kernels/host/blas.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_checks.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -53,7 +54,7 @@ void add_into(Stream& stream, const std::string& name, int n, const float* x, fl
 
 void scale(Stream& stream, int n, float alpha, float* x) {
   stream.launch(
-      "ring scale", [=] { host::scal(n, alpha, x); },
+      span::kRingScale, [=] { host::scal(n, alpha, x); },
       [=](const CudaLaunchContext& ctx) { cuda::scal(ctx, n, alpha, x); });
 }
 
@@ -72,9 +73,9 @@ class RingAllReduce final : public AllReduce {
     }
     for (int s = 1; s < n; ++s) {
       const std::string of = std::to_string(s) + "/" + std::to_string(n - 1);
-      reduce_names_.push_back("ring rs " + of);
-      add_names_.push_back("ring rs " + of + " add");
-      gather_names_.push_back("ring ag " + of);
+      reduce_names_.push_back(span::ring_reduce_scatter(of));
+      add_names_.push_back(span::ring_reduce_scatter_add(of));
+      gather_names_.push_back(span::ring_all_gather(of));
     }
   }
 

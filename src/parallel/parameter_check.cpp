@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hash.hpp"
 #include "cli/options.hpp"
 #include "runtime/backend.hpp"
 
@@ -22,16 +23,6 @@ void add_check_flags(CLI::App& app, CheckFlags& flags) {
                  "for tests: after this step, change one parameter of the last tower, so the "
                  "check must stop training")
       ->check(whole_number(0, 100000000));
-}
-
-std::uint64_t fnv1a(const void* data, std::size_t bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV offset basis
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ull;  // FNV prime
-  }
-  return hash;
 }
 
 std::string divergence_message(std::span<const std::uint64_t> sums, int step,
@@ -91,7 +82,7 @@ void ParameterCheck::compare(int step, std::span<float* const> params) {
     Stream& stream = *towers_[i]->stream;
     stream.copy(staging_.data(), params[i], count_ * sizeof(float), "copy params to check");
     stream.synchronize();  // the host reads the copy next
-    sums.push_back(fnv1a(staging_.data(), count_ * sizeof(float)));
+    sums.push_back(base::fnv1a64(staging_.data(), count_ * sizeof(float)));
   }
   const std::string differ = divergence_message(sums, step, "tower");
   if (!differ.empty()) throw std::runtime_error(differ);

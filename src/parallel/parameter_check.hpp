@@ -36,9 +36,6 @@ struct CheckFlags {
 /// Adds --check-every and --inject-divergence to `app`.
 void add_check_flags(CLI::App& app, CheckFlags& flags);
 
-/// 64-bit FNV-1a of `bytes` bytes at `data`.
-std::uint64_t fnv1a(const void* data, std::size_t bytes);
-
 /// What to say when copies of the parameters differ after step `step`: sums[i] is the
 /// checksum of copy i, and `who` names a copy ("tower", chapter 4; "rank", chapter 5).
 /// Names each group of equal copies with its checksum, the group of copy 0 first, so

@@ -6,11 +6,12 @@
 #include <utility>
 
 #include "trace/analysis.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
 
-constexpr const char* kInputCopy = "copy input";  // data/iterator.cpp's copy stream op
+using span::kCopyInput;
 
 // Length of the part of [start, end) covered by the disjoint, sorted `cover`.
 double covered_us(double start, double end, const std::vector<Interval>& cover) {
@@ -26,8 +27,7 @@ double covered_us(double start, double end, const std::vector<Interval>& cover) 
 }  // namespace
 
 bool is_allreduce_op(const std::string& name) {
-  return name.rfind("ring ", 0) == 0 || name.rfind("device0 ", 0) == 0 ||
-         name == "nccl allreduce" || name == "mpi allreduce";
+  return span::is_allreduce(name);
 }
 
 void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
@@ -44,7 +44,7 @@ void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
         it->second.second = std::max(it->second.second, e.end_us);
       }
     }
-    if (e.tower >= 0 && e.name != kInputCopy) compute.push_back({e.start_us, e.end_us});
+    if (e.tower >= 0 && e.name != kCopyInput) compute.push_back({e.start_us, e.end_us});
   }
   for (const auto& [step, span] : allreduce) {
     allreduce_ms_.push_back((span.second - span.first) / 1000.0);
@@ -52,7 +52,7 @@ void PipelineTrace::collect(const std::vector<TraceEvent>& events) {
 
   const auto busy = union_of(std::move(compute));
   for (const auto& e : events) {
-    if (e.device < 0 || e.name != kInputCopy) continue;
+    if (e.device < 0 || e.name != kCopyInput) continue;
     input_us_ += e.end_us - e.start_us;
     input_overlapped_us_ += covered_us(e.start_us, e.end_us, busy);
   }

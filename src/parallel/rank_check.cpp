@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hash.hpp"
 #include "mpi/mpi_check.hpp"
 #include "runtime/backend.hpp"
 
@@ -41,7 +42,7 @@ void RankParameterCheck::compare(int step, float* params) {
   Stream& stream = *tower_.stream;
   stream.copy(staging_.data(), params, count_ * sizeof(float), "copy params to check");
   stream.synchronize();  // the host reads the copy next
-  const std::uint64_t mine = fnv1a(staging_.data(), count_ * sizeof(float));
+  const std::uint64_t mine = base::fnv1a64(staging_.data(), count_ * sizeof(float));
   std::vector<std::uint64_t> sums(job_.size());
   {
     Watchdog::Scope waiting(watchdog_, "parameter check", step);

@@ -10,6 +10,7 @@
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
 #include "parallel/divergence.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 
@@ -95,7 +96,7 @@ void TowerTraining::probe_in_capture(Tower& tower) {
   probed_ = true;
 }
 
-void TowerTraining::end_enqueue() { runtime_->trace().add_host_span("enqueue", enqueue_start_us_); }
+void TowerTraining::end_enqueue() { runtime_->trace().add_host_span(span::kEnqueue, enqueue_start_us_); }
 
 void TowerTraining::end_step(int step, float loss) {
   last_loss_ = loss;

@@ -6,9 +6,12 @@
 // is made at run time (`--backend auto|cuda|host`), never by #ifdef.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 #include <string_view>
+
+// UsageError lives in the base layer; included here so that files which include this
+// header for it keep compiling (new code includes base/usage_error.hpp).
+#include "base/usage_error.hpp"
 
 namespace towers {
 
@@ -20,13 +23,6 @@ enum class Backend {
 
 /// What the user asked for on the command line: a backend, or "pick for me".
 enum class BackendChoice { kAuto, kHost, kCuda };
-
-/// A mistake the user can fix (bad flag value, too many devices, missing file).
-/// Programs print what() and exit with status 2.
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 /// "host" or "cuda".
 std::string_view to_string(Backend backend);

@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "trace/span_names.hpp"
+
 namespace towers {
 
 std::vector<Interval> union_of(std::vector<Interval> intervals) {
@@ -74,7 +76,7 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
   for (const auto& e : all) {
     if (step != -1 && e.step != step) continue;
     if (e.device < 0) {
-      if (e.name == "enqueue") result.host_enqueue_ms += (e.end_us - e.start_us) / 1000.0;
+      if (e.name == span::kEnqueue) result.host_enqueue_ms += (e.end_us - e.start_us) / 1000.0;
       continue;
     }
     first = any_device_op ? std::min(first, e.start_us) : e.start_us;

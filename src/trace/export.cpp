@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "runtime/backend.hpp"
+#include "base/usage_error.hpp"
 
 namespace towers {
 namespace {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "base/temp_dir.hpp"
 #include "data/preprocess.hpp"
 #include "data/synthetic.hpp"
 #include "program.hpp"
@@ -17,13 +18,6 @@ namespace {
 
 using testing::run;
 
-std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("towers-ch1-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 TEST(SingleGpu, LogsLikeTheTutorialAndEndsWithASummary) {
   auto r = run("01_single_gpu", "--backend host --steps 3 --batch-size 16 --log-every 1");
@@ -38,7 +32,8 @@ TEST(SingleGpu, LogsLikeTheTutorialAndEndsWithASummary) {
 }
 
 TEST(SingleGpu, ResumeContinuesTheStepCountFromTheCheckpoint) {
-  auto dir = temp_dir("resume");
+  const base::TempDir scratch("ch1-resume");
+  const std::filesystem::path& dir = scratch.path();
   auto first = run("01_single_gpu", "--backend host --steps 3 --batch-size 8 --checkpoint-dir " +
                    dir.string());
   ASSERT_EQ(first.exit_code, 0) << first.output;

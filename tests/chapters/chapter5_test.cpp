@@ -13,6 +13,8 @@
 #include <regex>
 #include <sstream>
 
+#include "base/process.hpp"
+#include "base/timing.hpp"
 #include "model/parameters.hpp"
 #include "program.hpp"
 
@@ -34,20 +36,16 @@ struct RankRun : testing::ProgramRun {
   double seconds = 0;
 };
 RankRun run_ranks(int ranks, const std::string& args, int timeout_s = 90) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = base::Clock::now();
   RankRun result;
   const std::string command = "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
                               " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
                               " " TOWERS_BIN_DIR "/05_ranks " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe)) result.output += chunk;
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto ran = base::run_command(command);
+  result.exit_code = ran.exit_code;
+  result.output = std::move(ran.output);
   result.summaries = parse_summaries(result.output);
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = base::seconds_since(start);
   return result;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "../data/temp_dir.hpp"
+#include "base/temp_dir.hpp"
 #include "data/synthetic.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
@@ -42,12 +43,11 @@ void write_small_cifar(const fs::path& dir) {
 // fast under ThreadSanitizer too (no 50,000-image set to read).
 std::string quick_flags(const fs::path& data_dir = {}, int batch_size = 4) {
   struct SmallSet {  // made on first use, removed when the test process exits
-    fs::path dir = fs::temp_directory_path() / ("towers-nothing-lost-data-" + std::to_string(::getpid()));
-    SmallSet() { fs::create_directories(dir); write_small_cifar(dir); }
-    ~SmallSet() { std::error_code ignored; fs::remove_all(dir, ignored); }
+    base::TempDir dir{"nothing-lost-data"};
+    SmallSet() { write_small_cifar(dir.path()); }
   };
   static const SmallSet set;
-  const fs::path& small = set.dir;
+  const fs::path& small = set.dir.path();
   return "--backend host --batch-size " + std::to_string(batch_size) + " --log-every 1 --data-dir " +
          (data_dir.empty() ? small : data_dir).string() + " ";
 }

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.hpp"
+#include "base/temp_dir.hpp"
 #include "cli/summary.hpp"
 #include "model/checkpoint.hpp"
 
@@ -42,13 +44,10 @@ struct ProgramRun {
 inline ProgramRun run(const std::string& program, const std::string& args,
                       const std::string& prefix = "") {
   ProgramRun result;
-  std::string command = prefix + std::string(TOWERS_BIN_DIR) + "/" + program + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe)) result.output += chunk;
-  int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto ran = base::run_command(prefix + std::string(TOWERS_BIN_DIR) + "/" + program + " " +
+                               args + " 2>&1");
+  result.exit_code = ran.exit_code;
+  result.output = std::move(ran.output);
   result.summaries = parse_summaries(result.output);
   return result;
 }
@@ -110,11 +109,12 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
   return result;
 }
 
-/// A file `name` in a folder of this test process's own under the temp directory.
+
+/// A file `prefix-name` in a folder of this test process's own under the temp directory;
+/// the folder goes when the process exits.
 inline std::filesystem::path temp_file(const std::string& prefix, const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / (prefix + "-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
+  static const base::TempDir dir("chapters");
+  return dir.path() / (prefix + "-" + name);
 }
 
 /// The parameters a chapter wrote with --save-params.

@@ -18,6 +18,7 @@
 
 #include "data/iterator_plan.hpp"
 #include "runtime/runtime.hpp"
+#include "trace/span_names.hpp"
 #include "trace/trace.hpp"
 
 namespace towers::data {
@@ -319,7 +320,7 @@ TEST(TowerIterator, CopiesAndDistortionsShowInTheTraceUnderTheirTower) {
   }
   int copies = 0, distorts = 0;
   for (const TraceEvent& e : runtime->trace().collect()) {
-    if (e.name == "copy input") copies += e.tower == 2 && e.device == 0;
+    if (e.name == span::kCopyInput) copies += e.tower == 2 && e.device == 0;
     if (e.name == "distort") distorts += e.tower == 2 && e.device == -1;
   }
   EXPECT_GE(copies, 1);

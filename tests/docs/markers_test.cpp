@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "../data/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -142,17 +144,12 @@ std::string join(const std::vector<std::string>& lines) {
   return out;
 }
 
-/// A scratch folder, removed at the end of the test.
-struct TempDir {
-  fs::path path = fs::temp_directory_path() /
-                  ("towers_docs_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                   "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  void write(const std::string& name, const std::string& text) const {
-    std::ofstream(path / name) << text;
-  }
-};
+using towers::data::testing::TempDir;
+
+/// Writes `text` to the file `name` in `dir`.
+void write(const TempDir& dir, const std::string& name, const std::string& text) {
+  std::ofstream(dir.path() / name) << text;
+}
 
 const std::string kSource =
     "int main() {\n"
@@ -170,9 +167,9 @@ std::string page_including(const std::string& begin, const std::string& end) {
 
 TEST(DocsMarkers, CheckerAcceptsAMarkerThatOccursOnce) {
   TempDir dir;
-  dir.write("main.cpp", kSource);
+  write(dir, "main.cpp", kSource);
   auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
-                          dir.path, dir.path);
+                          dir.path(), dir.path());
   ASSERT_EQ(uses.size(), 2u);
   EXPECT_EQ(uses[0].text, "docs-begin: loop");
   EXPECT_EQ(join(marker_problems(uses)), "");
@@ -180,9 +177,9 @@ TEST(DocsMarkers, CheckerAcceptsAMarkerThatOccursOnce) {
 
 TEST(DocsMarkers, CheckerRejectsAMissingMarker) {
   TempDir dir;
-  dir.write("main.cpp", kSource);
+  write(dir, "main.cpp", kSource);
   auto uses = marker_uses(page_including("docs-begin: lop", "docs-end: loop"), "page.md",
-                          dir.path, dir.path);
+                          dir.path(), dir.path());
   auto problems = marker_problems(uses);
   ASSERT_EQ(problems.size(), 1u) << join(problems);
   EXPECT_NE(problems[0].find("occurs 0 times"), std::string::npos) << problems[0];
@@ -190,9 +187,9 @@ TEST(DocsMarkers, CheckerRejectsAMissingMarker) {
 
 TEST(DocsMarkers, CheckerRejectsAMarkerNameThatIsAPrefixOfAnother) {
   TempDir dir;
-  dir.write("main.cpp", kSource + "// docs-begin: loop-two\n// docs-end: loop-two\n");
+  write(dir, "main.cpp", kSource + "// docs-begin: loop-two\n// docs-end: loop-two\n");
   auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
-                          dir.path, dir.path);
+                          dir.path(), dir.path());
   auto problems = join(marker_problems(uses));
   EXPECT_NE(problems.find("occurs 2 times"), std::string::npos) << problems;
   EXPECT_NE(problems.find("loop (" ), std::string::npos) << problems;
@@ -201,7 +198,7 @@ TEST(DocsMarkers, CheckerRejectsAMarkerNameThatIsAPrefixOfAnother) {
 TEST(DocsMarkers, CheckerRejectsAMissingFile) {
   TempDir dir;
   auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
-                          dir.path, dir.path);
+                          dir.path(), dir.path());
   auto problems = marker_problems(uses);
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems[0].find("does not exist"), std::string::npos) << problems[0];

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../data/temp_dir.hpp"
+#include "base/hash.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "runtime/backend.hpp"
@@ -50,10 +51,7 @@ void write_bytes(const fs::path& file, const std::string& bytes) {
 
 // The FNV-1a 64 checksum the format ends with, so a test can forge a well-summed file.
 void reseal(std::string& bytes) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
-  for (std::size_t i = 0; i + 8 < bytes.size(); ++i) {
-    hash = (hash ^ static_cast<unsigned char>(bytes[i])) * 0x100000001b3ULL;
-  }
+  const std::uint64_t hash = base::fnv1a64(bytes.data(), bytes.size() - 8);
   for (int i = 0; i < 8; ++i) bytes[bytes.size() - 8 + i] = static_cast<char>(hash >> (8 * i));
 }
 

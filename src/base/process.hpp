@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// run_command: runs a shell command to completion and keeps what it printed. The tests
+// run chapter programs this way, as a learner would, and the benchmarks run chapters and
+// reference scripts.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace towers::base {
+
+/// What a finished command printed on stdout and how it ended.
+struct CommandResult {
+  int exit_code = -1;  ///< the exit status; -1 when it could not start or died of a signal
+  std::string output;  ///< its stdout (add " 2>&1" to the command for stderr too)
+};
+
+/// Runs `command` with /bin/sh and reads its stdout to the end. `echo`, when given, sees
+/// each piece of output as it arrives (to show progress while the command runs).
+CommandResult run_command(const std::string& command,
+                          const std::function<void(std::string_view)>& echo = {});
+
+}  // namespace towers::base

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// The names of the spans that one layer writes and another reads back.
+//
+// A program's trace is matched by name: the analysis counts "enqueue" host spans, chapter
+// 4's PipelineTrace times the all-reduce ops and the iterators' input copies. Writing the
+// same string in two places would let a rename make a summary read 0 with no failure, so
+// producers and analysers both use the constants here (and tests/trace/span_names_test.cpp
+// checks that what a ring, an iterator and a training step write is what the analysers
+// find). Names of ops nobody matches ("conv1", "copy loss") stay where they are written.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace towers::span {
+
+/// Host span: the training thread enqueueing one step (trace/analysis.hpp).
+inline constexpr char kEnqueue[] = "enqueue";
+/// Copy-stream op: a TowerIterator copying one batch to its device (data/iterator.hpp).
+inline constexpr char kCopyInput[] = "copy input";
+/// All-reduce op: NCCL's, within one process or across ranks.
+inline constexpr char kNcclAllReduce[] = "nccl allreduce";
+/// All-reduce op: chapter 5's MPI_Allreduce.
+inline constexpr char kMpiAllReduce[] = "mpi allreduce";
+/// Every op of the ring all-reduce starts with this.
+inline constexpr char kRingPrefix[] = "ring ";
+/// Ring op: the final scaling by 1/towers.
+inline constexpr char kRingScale[] = "ring scale";
+/// Every op of chapter 4's device0 all-reduce (chapter 3's averaging) starts with this.
+inline constexpr char kDevice0Prefix[] = "device0 ";
+/// Ring op: chapter 5's whole ring over MPI_Sendrecv.
+inline constexpr char kRingSendrecv[] = "ring sendrecv";
+
+/// Ring op: reduce-scatter step `of` ("1/3"): the send of a chunk.
+inline std::string ring_reduce_scatter(const std::string& of) { return "ring rs " + of; }
+/// Ring op: reduce-scatter step `of`: the add of the received chunk.
+inline std::string ring_reduce_scatter_add(const std::string& of) { return "ring rs " + of + " add"; }
+/// Ring op: all-gather step `of`.
+inline std::string ring_all_gather(const std::string& of) { return "ring ag " + of; }
+
+/// Whether `name` is an all-reduce op: any ring or device0 op, NCCL's or MPI's.
+inline bool is_allreduce(std::string_view name) {
+  return name.starts_with(kRingPrefix) || name.starts_with(kDevice0Prefix) ||
+         name == kNcclAllReduce || name == kMpiAllReduce;
+}
+
+}  // namespace towers::span

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+#include "base/process.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace towers::base {
+namespace {
+
+TEST(RunCommand, KeepsTheOutputAndTheExitStatus) {
+  const CommandResult r = run_command("printf 'one\\ntwo\\n'; exit 3");
+  EXPECT_EQ(r.output, "one\ntwo\n");
+  EXPECT_EQ(r.exit_code, 3);
+}
+
+TEST(RunCommand, EchoSeesEveryPieceInOrder) {
+  std::string echoed;
+  const CommandResult r =
+      run_command("echo a; echo b 1>&2", [&](std::string_view piece) { echoed += piece; });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(echoed, "a\n");  // stderr is not read unless the command redirects it
+  EXPECT_EQ(r.output, echoed);
+}
+
+TEST(RunCommand, AKilledCommandHasNoExitCode) {
+  EXPECT_EQ(run_command("kill -9 $$").exit_code, -1);
+}
+
+}  // namespace
+}  // namespace towers::base
