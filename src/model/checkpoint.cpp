@@ -261,7 +261,8 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
   // Check the sum before trusting any size in the header.
   if (bytes.size() < sizeof kMagic + 4 + 8) r.fail("file is truncated");
   const std::string_view body(bytes.data(), bytes.size() - 8);
-  if (Reader(bytes.substr(bytes.size() - 8), file).get(8) != checkpoint_checksum(body)) {
+  const std::string sum = bytes.substr(bytes.size() - 8);
+  if (Reader(sum, file).get(8) != checkpoint_checksum(body)) {
     r.fail("checksum mismatch: the file is corrupt or truncated");
   }
 
