@@ -65,6 +65,13 @@ int main(int argc, char** argv) {
       state = *checkpoints.resumed();
       std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
                   static_cast<long long>(state.global_step));
+      // The input continues where it stood, so resuming is the same as never stopping.
+      if (state.input) {
+        queue.restore(*state.input);
+      } else {
+        std::printf("note: %s (format 1) has no input position: the input starts again at "
+                    "epoch 0\n", checkpoints.resumed_from().c_str());
+      }
     } else {
       state.params.resize(kNumParameters);
       initialize_parameters(flags.seed, state.params.data());
@@ -107,13 +114,14 @@ int main(int argc, char** argv) {
       ++global_step;
       log.step_done(global_step - 1, loss, seconds_since(start));
       const bool last = step + 1 == flags.steps || stop.requested();
-      const bool save = checkpoints.enabled() && (global_step % 1000 == 0 || last);
+      const bool save = checkpoints.due(global_step, last);
       if (save || parameter_check_due(step + 1)) {  // a NaN weight can hide behind a ReLU
         stream->copy(state.params.data(), params.data(), param_bytes);
         stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
         stream->synchronize();
         check_parameters(state.params.data(), global_step - 1);
         state.global_step = global_step;
+        state.input = queue.position();
         if (save) std::printf("saved %s\n", checkpoints.save(state).string().c_str());
       }
     }

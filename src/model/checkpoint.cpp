@@ -3,10 +3,12 @@
 //
 // Layout (all integers little-endian):
 //   "TOWERSCK"                     8 bytes magic
-//   u32 version                    kFormatVersion
+//   u32 version                    kCheckpointFormatVersion (2; 1 is still read)
 //   i64 global_step
 //   u64 parameter count            kNumParameters
 //   u32 variables, then per variable: u32 name length, name bytes, u32 rank, rank x u32 dims
+//   version 2 only: u32 has_input (0 or 1), then when 1 the InputPosition as five u64:
+//     seed, examples, global_batch, epoch, position
 //   params            [count] float32
 //   moving averages   [count] float32
 //   u64 FNV-1a 64 of every byte above
@@ -23,6 +25,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 
 #include "base/hash.hpp"
@@ -35,7 +38,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'T', 'O', 'W', 'E', 'R', 'S', 'C', 'K'};
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFirstFormatVersion = 1;  // no input position
 
 using base::fnv1a64;
 
@@ -73,7 +76,7 @@ class Reader {
     return s;
   }
   std::vector<float> get_floats(std::size_t count) {
-    need(count * 4);
+    need_items(count, 4);
     std::vector<float> values(count);
     for (float& f : values) {
       const auto bits = static_cast<std::uint32_t>(get(4));
@@ -82,6 +85,11 @@ class Reader {
     return values;
   }
   std::size_t remaining() const { return bytes_.size() - pos_; }
+  // Fails unless `count` items of `item_bytes` each are left: call it before allocating
+  // `count` of anything, so a damaged size field cannot ask for more than the file holds.
+  void need_items(std::uint64_t count, std::size_t item_bytes) const {
+    if (count > remaining() / item_bytes) fail("file is truncated");
+  }
   [[noreturn]] void fail(const std::string& reason) const {
     throw UsageError("cannot load checkpoint " + file_.string() + ": " + reason);
   }
@@ -120,6 +128,24 @@ bool write_all(int fd, const std::string& bytes) {
   return true;
 }
 
+// The version 2 input record: a presence flag, then the position, checked for sense.
+std::optional<data::InputPosition> read_input_position(Reader& r) {
+  const std::uint64_t present = r.get(4);
+  if (present > 1) r.fail("input record flag " + std::to_string(present) + " is neither 0 nor 1");
+  if (present == 0) return std::nullopt;
+  data::InputPosition in;
+  for (std::uint64_t* v : {&in.seed, &in.examples, &in.global_batch, &in.epoch, &in.position}) {
+    *v = r.get(8);
+  }
+  if (in.examples == 0 || in.global_batch == 0 || in.global_batch > in.examples ||
+      in.position > in.examples) {
+    r.fail("input position " + std::to_string(in.position) + " with a batch of " +
+           std::to_string(in.global_batch) + " does not fit a training set of " +
+           std::to_string(in.examples));
+  }
+  return in;
+}
+
 std::string shape_text(const std::vector<int>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
@@ -152,7 +178,7 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
     }
   }
   std::string bytes(kMagic, sizeof kMagic);
-  put(bytes, kFormatVersion, 4);
+  put(bytes, kCheckpointFormatVersion, 4);
   put(bytes, static_cast<std::uint64_t>(state.global_step), 8);
   put(bytes, kNumParameters, 8);
   put(bytes, parameter_layout().size(), 4);
@@ -162,9 +188,15 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
     put(bytes, view.shape.size(), 4);
     for (int d : view.shape) put(bytes, static_cast<std::uint32_t>(d), 4);
   }
+  put(bytes, state.input ? 1 : 0, 4);
+  if (const auto& in = state.input) {
+    for (std::uint64_t v : {in->seed, in->examples, in->global_batch, in->epoch, in->position}) {
+      put(bytes, v, 8);
+    }
+  }
   put_floats(bytes, state.params);
   put_floats(bytes, state.moving_averages);
-  put(bytes, fnv1a64(bytes), 8);
+  put(bytes, checkpoint_checksum(bytes), 8);
 
   write_file_atomically(file, bytes);
   return file;
@@ -203,6 +235,12 @@ void write_file_atomically(const fs::path& file, const std::string& bytes) {
   }
 }
 
+std::uint64_t checkpoint_checksum(std::string_view body) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  for (unsigned char c : body) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
 TrainingState load_checkpoint(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
@@ -210,20 +248,24 @@ TrainingState load_checkpoint(const fs::path& file) {
                      std::strerror(errno) + ")");
   }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_checkpoint(bytes, file);
+}
+
+TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
   Reader r(bytes, file);
   if (r.get_string(sizeof kMagic) != std::string(kMagic, sizeof kMagic)) {
     r.fail("not a towers checkpoint (wrong magic)");
   }
   const auto version = static_cast<std::uint32_t>(r.get(4));
-  if (version != kFormatVersion) {
-    r.fail("format version " + std::to_string(version) + ", this program reads version " +
-           std::to_string(kFormatVersion));
+  if (version != kCheckpointFormatVersion && version != kFirstFormatVersion) {
+    r.fail("format version " + std::to_string(version) + ", this program reads versions " +
+           std::to_string(kFirstFormatVersion) + " to " + std::to_string(kCheckpointFormatVersion));
   }
   // Check the sum before trusting any size in the header.
   if (bytes.size() < sizeof kMagic + 4 + 8) r.fail("file is truncated");
-  const std::string body = bytes.substr(0, bytes.size() - 8);
+  const std::string_view body(bytes.data(), bytes.size() - 8);
   const std::string sum = bytes.substr(bytes.size() - 8);
-  if (Reader(sum, file).get(8) != fnv1a64(body)) {
+  if (Reader(sum, file).get(8) != checkpoint_checksum(body)) {
     r.fail("checksum mismatch: the file is corrupt or truncated");
   }
 
@@ -242,13 +284,16 @@ TrainingState load_checkpoint(const fs::path& file) {
   }
   for (const ParameterView& view : layout) {
     const std::string name = r.get_string(r.get(4));
-    std::vector<int> shape(r.get(4));
+    const std::uint64_t rank = r.get(4);
+    r.need_items(rank, 4);  // before the allocation: a damaged rank cannot ask for gigabytes
+    std::vector<int> shape(rank);
     for (int& d : shape) d = static_cast<int>(r.get(4));
     if (name != view.name || shape != view.shape) {
       r.fail("variable " + name + " " + shape_text(shape) + " does not match this model's " +
              view.name + " " + shape_text(view.shape));
     }
   }
+  if (version >= 2) state.input = read_input_position(r);
   state.params = r.get_floats(kNumParameters);
   state.moving_averages = r.get_floats(kNumParameters);
   if (r.remaining() != 8) r.fail("unexpected bytes after the moving averages");

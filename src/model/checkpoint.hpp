@@ -2,13 +2,17 @@
 // Checkpoints: the training state saved to disk and restored.
 //
 // File layout: a versioned header (magic "TOWERSCK", format version, global_step,
-// parameter count and the shape of every variable), then the parameters and the moving
-// averages as little-endian float32, then a checksum of everything before it. Saving
+// parameter count and the shape of every variable; from version 2 also the input's
+// position), then the parameters and the moving averages as little-endian float32, then
+// a checksum of everything before it. Version 1 files (no input position) still load. Saving
 // writes a temporary file in the same folder, fsyncs it, renames it over
 // `model.ckpt-<step>` and fsyncs the folder, so a crash never leaves a half-written
 // checkpoint and no other file is touched. A state with a negative step or a non-finite
 // value is never saved. Loading refuses (UsageError, with the reason and the file) a wrong
-// magic, version, shape or checksum, a negative step and non-finite values.
+// magic, version, shape or checksum, a negative step, non-finite values and an input
+// position outside its data set. No size read from a file is trusted before it is checked
+// against the bytes that are left, so a damaged file cannot make the loader allocate more
+// than the file holds.
 // Introduced in chapter 1.
 #pragma once
 
@@ -16,7 +20,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "data/input_position.hpp"
 
 namespace towers::model {
 
@@ -25,7 +32,14 @@ struct TrainingState {
   std::int64_t global_step = 0;        ///< steps taken; names the file model.ckpt-STEP
   std::vector<float> params;           ///< [kNumParameters]
   std::vector<float> moving_averages;  ///< [kNumParameters]
+  /// Where the training input stands after global_step steps, so that --resume continues
+  /// with the very next batch. Absent in version 1 files and in --save-params files of
+  /// programs whose input has no single position (per-tower iterators).
+  std::optional<data::InputPosition> input;
 };
+
+/// The format version save_checkpoint() writes; load_checkpoint() reads it and version 1.
+inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
 
 /// Writes `state` to dir/model.ckpt-STEP, STEP being its global_step, atomically, and
 /// returns the path.
@@ -49,6 +63,14 @@ std::string checkpoint_name(std::int64_t global_step);
 
 /// Reads and validates a checkpoint file; throws UsageError naming the file and problem.
 TrainingState load_checkpoint(const std::filesystem::path& file);
+
+/// The checks and decoding of load_checkpoint() on bytes already in memory; `name` is the
+/// file named in messages. The fuzz target fuzz/checkpoint_fuzz.cpp calls it directly.
+TrainingState parse_checkpoint(const std::string& bytes, const std::filesystem::path& name);
+
+/// The checksum a checkpoint ends with (FNV-1a 64 of every byte before it); the fuzz
+/// target appends it so that its inputs reach the parser behind the checksum check.
+std::uint64_t checkpoint_checksum(std::string_view body);
 
 /// The newest checkpoint in `dir`: the one with the highest step in its name (files
 /// named exactly model.ckpt-STEP, STEP without leading zeros; temporary files of an

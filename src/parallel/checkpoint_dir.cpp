@@ -5,6 +5,7 @@
 #include <regex>
 #include <vector>
 
+#include "cli/options.hpp"  // whole_number
 #include "cli/output_paths.hpp"
 #include "runtime/backend.hpp"  // towers::UsageError
 
@@ -30,8 +31,16 @@ std::vector<fs::path> checkpoint_files(const fs::path& dir) {
 
 void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags) {
   app.add_option("--checkpoint-dir", flags.dir,
-                 "save model.ckpt-<step> here every 1000 steps, at the end and on Ctrl-C "
-                 "(the folder is created if missing)");
+                 "save model.ckpt-<step> here every --checkpoint-every steps, at the end and "
+                 "on Ctrl-C (the folder is created if missing)");
+  app.add_option_function<std::int64_t>(
+         "--checkpoint-every",
+         [&flags](const std::int64_t& every) {
+           flags.every = every;
+           flags.every_given = true;
+         },
+         "save a checkpoint whenever global_step is a multiple of N (needs --checkpoint-dir)")
+      ->type_name("N")->default_str("1000")->check(whole_number(1, 1000000000));
   auto* resume = app.add_flag("--resume", flags.resume,
                               "continue from the newest checkpoint in --checkpoint-dir "
                               "(an error when there is none)");
@@ -42,9 +51,10 @@ void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags) {
       ->excludes(resume)->excludes(if_present);
 }
 
-CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir) {
+CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir), every_(flags.every) {
   const bool resume = flags.resume || flags.resume_if_present;
   if (dir_.empty()) {
+    if (flags.every_given) throw UsageError("--checkpoint-every needs --checkpoint-dir.");
     if (resume) throw UsageError(std::string(flags.resume ? "--resume" : "--resume-if-present") +
                                  " needs --checkpoint-dir.");
     if (flags.overwrite) throw UsageError("--overwrite needs --checkpoint-dir.");

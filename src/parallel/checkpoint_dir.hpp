@@ -17,6 +17,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -31,9 +32,11 @@ struct CheckpointFlags {
   bool resume = false;             ///< --resume: continue from the newest checkpoint
   bool resume_if_present = false;  ///< --resume-if-present: resume, or start if there is none
   bool overwrite = false;          ///< --overwrite: a fresh run deletes existing checkpoints
+  std::int64_t every = 1000;       ///< --checkpoint-every: save when global_step % every == 0
+  bool every_given = false;        ///< --checkpoint-every was on the command line
 };
 
-/// Adds --checkpoint-dir, --resume, --resume-if-present and --overwrite.
+/// Adds --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present and --overwrite.
 void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags);
 
 /// The checkpoint folder of one run, settled before its first step. Introduced in chapter 1.
@@ -44,6 +47,11 @@ class CheckpointDir {
 
   /// True when --checkpoint-dir was given.
   bool enabled() const { return !dir_.empty(); }
+  /// True when a checkpoint is due after `global_step` steps: every --checkpoint-every
+  /// steps of global_step (so a resumed run keeps the same cadence), and at the `last` step.
+  bool due(std::int64_t global_step, bool last) const {
+    return enabled() && (global_step % every_ == 0 || last);
+  }
   /// The checkpoint to resume from, already loaded and checked (its step matches its
   /// name), or nullopt for a fresh start.
   const std::optional<model::TrainingState>& resumed() const { return resumed_; }
@@ -54,6 +62,7 @@ class CheckpointDir {
 
  private:
   std::filesystem::path dir_;
+  std::int64_t every_ = 1000;
   std::optional<model::TrainingState> resumed_;
   std::filesystem::path resumed_from_;
 };

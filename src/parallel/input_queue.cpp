@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <span>
+#include <string>
 
 #include "data/preprocess.hpp"
 #include "data/iterator_plan.hpp"
@@ -35,6 +36,35 @@ void InputQueue::dequeue(float* images, std::int32_t* labels) {
   std::span<const std::size_t> indices(order_.data() + position_, global_batch_);
   data::fill_batch(train_, indices, data::Mode::kTrain, seed_, epoch_, images, labels);
   position_ += global_batch_;
+}
+
+data::InputPosition InputQueue::position() const {
+  return {seed_, train_.size(), static_cast<std::uint64_t>(global_batch_), epoch_, position_};
+}
+
+void InputQueue::restore(const data::InputPosition& saved) {
+  const data::InputPosition now = position();
+  auto refuse = [](const std::string& what, std::uint64_t was, std::uint64_t is,
+                   const std::string& hint) {
+    throw UsageError("cannot resume the input exactly: the checkpoint was made with " + what +
+                     " " + std::to_string(was) + ", this run has " + std::to_string(is) + ". " +
+                     hint);
+  };
+  if (saved.seed != now.seed) refuse("--seed", saved.seed, now.seed, "Resume with the same --seed.");
+  if (saved.examples != now.examples) {
+    refuse("a training set of", saved.examples, now.examples, "Resume with the same --data-dir.");
+  }
+  if (saved.global_batch != now.global_batch) {
+    refuse("a global batch of", saved.global_batch, now.global_batch,
+           "Resume with the same --batch-size (and number of towers).");
+  }
+  if (saved.position > saved.examples) {  // load_checkpoint refuses this; a last guard
+    throw UsageError("cannot resume the input: position " + std::to_string(saved.position) +
+                     " lies outside a training set of " + std::to_string(saved.examples));
+  }
+  epoch_ = saved.epoch;
+  shuffle();  // the order of the saved epoch, from (seed, epoch)
+  position_ = static_cast<std::size_t>(saved.position);
 }
 
 namespace {

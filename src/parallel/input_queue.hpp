@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/cifar10.hpp"
+#include "data/input_position.hpp"
 
 namespace towers {
 
@@ -29,6 +30,15 @@ class InputQueue {
 
   /// Epochs started so far minus one (0 during the first epoch).
   std::uint64_t epoch() const { return epoch_; }
+
+  /// Where the queue stands: what a checkpoint stores so that a resumed run dequeues
+  /// exactly the batches an uninterrupted run would have.
+  data::InputPosition position() const;
+
+  /// Continues from `saved`, a position() of a queue over the same training set, batch
+  /// and seed. Throws UsageError, saying which flag differs from the checkpoint, when
+  /// they do not match, or when `saved` lies outside the set (a corrupt record).
+  void restore(const data::InputPosition& saved);
 
  private:
   void shuffle();

@@ -4,7 +4,11 @@
 // save leaves the previous checkpoint intact; latest_checkpoint picks the highest step.
 // Nothing lost: non-finite values and a negative step are neither saved nor loaded; a
 // failed rename leaves no temporary file; stale temporaries of dead saves are removed.
+// Exact resume: the input position round-trips, version 1 files still load, and a damaged
+// size field cannot make the loader allocate more than the file holds.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -245,6 +249,86 @@ TEST(Checkpoint, AWrongSizedStateIsNotSaved) {
   TrainingState state = make_state(3);
   state.params.pop_back();
   EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+}
+
+// Where the version 2 input record starts: just before the floats and the checksum.
+std::size_t input_record_offset(const std::string& bytes, bool with_input) {
+  return bytes.size() - 8 - 2 * 4 * kNumParameters - (with_input ? 4 + 5 * 8 : 4);
+}
+
+TEST(Checkpoint, TheInputPositionRoundTrips) {
+  TempDir dir;
+  TrainingState saved = make_state(12);
+  saved.input = data::InputPosition{3, 50000, 128, 2, 384};
+  const TrainingState loaded = load_checkpoint(save_checkpoint(dir.path(), saved));
+  ASSERT_TRUE(loaded.input.has_value());
+  EXPECT_EQ(*loaded.input, *saved.input);
+  saved.input.reset();  // --save-params of chapter 4: no single input position
+  EXPECT_FALSE(load_checkpoint(save_checkpoint(dir.path(), saved)).input.has_value());
+}
+
+TEST(Checkpoint, VersionOneFilesStillLoadWithoutAnInputPosition) {
+  TempDir dir;
+  const TrainingState saved = make_state(4);
+  const fs::path file = save_checkpoint(dir.path(), saved);
+  std::string bytes = read_bytes(file);
+  // Version 1 is version 2 without the u32 has_input word (0 here).
+  const std::size_t flag = input_record_offset(bytes, false);
+  ASSERT_EQ(bytes.substr(flag, 4), std::string(4, '\0'));
+  bytes.erase(flag, 4);
+  bytes[8] = 1;
+  reseal(bytes);
+  write_bytes(file, bytes);
+  const TrainingState loaded = load_checkpoint(file);
+  EXPECT_EQ(loaded.params, saved.params);
+  EXPECT_FALSE(loaded.input.has_value());
+}
+
+TEST(Checkpoint, AnInputPositionOutsideItsSetIsRefused) {
+  TempDir dir;
+  TrainingState state = make_state(4);
+  state.input = data::InputPosition{1, 100, 10, 0, 50};
+  const fs::path file = save_checkpoint(dir.path(), state);
+  std::string bytes = read_bytes(file);
+  bytes[input_record_offset(bytes, true) + 4 + 4 * 8] = 101;  // position 101 of 100
+  reseal(bytes);
+  write_bytes(file, bytes);
+  expect_refused(file, "input position 101");
+}
+
+// A well-summed file whose first variable claims rank 2^32 - 1: four bytes each, 16 GiB.
+// The loader must see that the file holds far less and refuse it without allocating.
+// Run in a child limited to 4 GiB of address space, so an allocation of the claimed size
+// fails there (bad_alloc, exit 3) instead of swapping the machine. Sanitizers reserve
+// terabytes of address space, so their builds run it without the limit.
+TEST(Checkpoint, AnAbsurdRankIsRefusedWithoutAllocatingIt) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state(1));
+  std::string bytes = read_bytes(file);
+  const std::size_t rank = 8 + 4 + 8 + 8 + 4 + 4 + 13;  // after "conv1/weights"
+  ASSERT_EQ(bytes[rank], 4);
+  for (int i = 0; i < 4; ++i) bytes[rank + i] = '\xff';
+  reseal(bytes);
+  write_bytes(file, bytes);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    const rlimit limit{rlim_t{4} << 30, rlim_t{4} << 30};
+    ::setrlimit(RLIMIT_AS, &limit);
+#endif
+    try {
+      load_checkpoint(file);
+      ::_exit(1);
+    } catch (const UsageError& e) {
+      ::_exit(std::string(e.what()).find("truncated") != std::string::npos ? 0 : 2);
+    } catch (const std::bad_alloc&) {
+      ::_exit(3);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: loaded, 2: another message, 3: tried to allocate it";
 }
 
 }  // namespace
