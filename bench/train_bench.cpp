@@ -378,27 +378,27 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options) {
     summary.add("backend", std::string("host"))
         .add("threads", options.threads[i])
         .add("batch_size", options.batch_size)
-        .add("images_per_sec", options.batch_size / median(medians), 1)
+        .add("images_per_sec", options.batch_size / base::median(medians), 1)
         .add("images_per_sec_best",
              options.batch_size / *std::min_element(bests.begin(), bests.end()), 1)
-        .add("step_ms", median(medians) * 1e3, 2)
+        .add("step_ms", base::median(medians) * 1e3, 2)
         .add("loss_falls", std::string(ok ? "yes" : "no"))
         .add("rounds", options.pairs);
     if (!hc.ratios.empty()) {
       summary.add("pytorch", std::string("measured"))
           .add("pytorch_version", hc.pytorch_version)
-          .add("pytorch_images_per_sec", median(hc.pytorch_ips), 1)
-          .add("ratio", median(hc.ratios), 2)
+          .add("pytorch_images_per_sec", base::median(hc.pytorch_ips), 1)
+          .add("ratio", base::median(hc.ratios), 2)
           .add("pairs", static_cast<int>(hc.ratios.size()));
     } else {
       summary.add("pytorch", std::string(python.empty() ? "missing" : "failed"));
     }
     if (!hc.gflops.empty()) {
-      const double gflops = median(hc.gflops);
+      const double gflops = base::median(hc.gflops);
       summary.add("mflop_per_image", flops_per_image / 1e6, 1)
           .add("sgemm_gflops", gflops, 1)
           .add("ceiling_images_per_sec", gflops * 1e9 / flops_per_image, 0)
-          .add("ceiling_share", median(hc.shares), 2);
+          .add("ceiling_share", base::median(hc.shares), 2);
     }
     summary.print();
   }
