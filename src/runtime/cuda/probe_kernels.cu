@@ -5,9 +5,8 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.hpp"
-#include "kernels/cuda/globaltimer.cuh"
-#include "kernels/cuda/launch.cuh"
 #include "runtime/cuda/cuda_device.hpp"
+#include "runtime/cuda/kernel_stamp.cuh"
 #include "runtime/cuda_backend.hpp"
 
 namespace towers {
