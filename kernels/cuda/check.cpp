@@ -11,9 +11,12 @@ namespace {
 
 // __FILE__ is an absolute path under CMake; report it relative to the source tree
 // (TOWERS_SOURCE_ROOT, set by kernels/CMakeLists.txt) so messages read "kernels/...".
+// A compiler cache that rewrites paths relative to the build folder (ccache with
+// CCACHE_BASEDIR) gives "../kernels/..." instead: the leading "../" go too.
 std::string_view relative_path(std::string_view file) {
   constexpr std::string_view root = TOWERS_SOURCE_ROOT "/";
   if (file.substr(0, root.size()) == root) file.remove_prefix(root.size());
+  while (file.substr(0, 3) == "../") file.remove_prefix(3);
   return file;
 }
 
