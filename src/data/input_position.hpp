@@ -13,6 +13,8 @@
 
 namespace towers::data {
 
+/// Where a training input stands: (seed, epoch, position) and the set and batch they
+/// refer to. Equal positions continue with the same batches.
 struct InputPosition {
   std::uint64_t seed = 0;          ///< seeds every epoch's shuffle and every distortion
   std::uint64_t examples = 0;      ///< size of the training set the orders permute
@@ -20,6 +22,7 @@ struct InputPosition {
   std::uint64_t epoch = 0;         ///< the epoch whose order is being read
   std::uint64_t position = 0;      ///< examples of that order already taken, 0 .. examples
 
+  /// Field by field: the same input, at the same place.
   bool operator==(const InputPosition&) const = default;
 };
 
