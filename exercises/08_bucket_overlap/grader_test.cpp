@@ -116,10 +116,30 @@ struct StepData {
   StepData(int n, std::uint64_t seed)
       : data(make_exact_mean_data(n, kTotal, seed)),
         applied(n, std::vector<float>(kTotal, -kPoison)),
-        reductions(kTotal) {}
+        reductions(kTotal),
+        written(n * kLayers) {}
+  // Called by an all-reduce when it runs: were the layers of its range written on every
+  // tower? The first that was not is kept, for the failure line.
+  void check_written(std::size_t offset, std::size_t count, int bucket) {
+    for (int k = 0; k < kLayers; ++k) {
+      if (layer_offset(k) >= offset + count || layer_offset(k) + kLayerSizes[k] <= offset) continue;
+      for (std::size_t t = 0; t < applied.size(); ++t) {
+        if (written[t * kLayers + k].load()) continue;
+        std::lock_guard<std::mutex> lock(mutex);
+        if (early.empty()) {
+          early = "all-reduce of bucket " + std::to_string(bucket) + " ran before layer " +
+                  std::to_string(k) + "'s gradients of tower " + std::to_string(t) + " were written";
+        }
+        return;
+      }
+    }
+  }
   ExactMeanData data;
   std::vector<std::vector<float>> applied;       // [tower][kTotal], written by updates
   std::vector<std::atomic<int>> reductions;      // per element: all-reduces that averaged it
+  std::vector<std::atomic<bool>> written;        // [tower * kLayers + layer]: backward done
+  std::mutex mutex;
+  std::string early;                             // the first all-reduce that ran too early
   std::vector<std::vector<std::shared_ptr<Gate>>> layer_gates;  // [tower][layer]
   std::vector<std::shared_ptr<Gate>> allreduce_gates;           // [bucket]
 };
@@ -206,6 +226,7 @@ struct Towers {
         if (gate) gate->wait();
         const std::size_t offset = layer_offset(k);
         for (std::size_t j = offset; j < offset + kLayerSizes[k]; ++j) grads[i][j] = step.data.towers[i][j];
+        step.written[i * kLayers + k] = true;
       }, nullptr);
       stream.record(*layer_ready[i][k]);
       if (probes.first_bucket && i == 0 && k == buckets.front().last_layer) {
@@ -256,8 +277,9 @@ struct Towers {
         lead.wait(*owned_events.back());
       }
       std::shared_ptr<Gate> gate = bucket >= 0 ? step.allreduce_gates[bucket] : nullptr;
-      lead.launch("allreduce", [this, &step, call, gate] {
+      lead.launch("allreduce", [this, &step, call, gate, bucket] {
         if (gate) gate->wait();
+        step.check_written(call.offset, call.count, bucket);
         for (std::size_t j = call.offset; j < call.offset + call.count; ++j) {
           float sum = 0;
           for (int t = 0; t < n; ++t) sum += grads[t][j];
@@ -382,16 +404,22 @@ TEST_P(Buckets, EachBucketIsAllReducedOnceOnTheCommStreams) {
 
 TEST_P(Buckets, AllReduceWaitsForTheLayersOfItsBucket) {
   // Every layer's gradients appear behind a gate that an all-reduce touching it opens (or
-  // 200 ms pass): an all-reduce that runs before its bucket's last layer is done opens it
-  // too late, and the mean is taken of gradients not yet written.
+  // 200 ms pass): an all-reduce that does not wait for its bucket's last layer runs first,
+  // and the grader's all-reduce sees, when it runs, that the layer is not written yet.
   Towers towers(GetParam());
   Probes probes;
   probes.gate_layers = true;
   towers.run_step(probes);
   towers.synchronize_all();
-  towers.expect_optimizer_read_the_mean(
-      0, "before all-reducing bucket b, make every tower's comm stream wait for "
-         "layer_ready[buckets[b].last_layer] (the layer index, not the bucket index b)");
+  const StepData& step = *towers.steps[0];
+  ASSERT_EQ(towers.allreduce_runs.load(), static_cast<int>(towers.buckets.size()))
+      << "expected one all-reduce per bucket to run, got " << towers.allreduce_runs.load()
+      << " of " << towers.buckets.size() << "; hint: call allreduce once for every bucket";
+  EXPECT_TRUE(step.early.empty())
+      << "expected every bucket's all-reduce to run after its layers' gradients were written "
+      << "on every tower, got: " << step.early << "; hint: before all-reducing bucket b, make "
+      << "every tower's comm stream wait for layer_ready[buckets[b].last_layer] (the layer "
+         "that completes the bucket; b is not a layer index)";
 }
 
 TEST_P(Buckets, OptimizerReadsEachBucketOnlyAfterItsAllReduce) {
