@@ -114,7 +114,8 @@ def svg(rows, title):
             tip = f"{link_label(link)}, {'overlap off' if saved is None else 'on, ' + name}: " \
                   f"{measured:g} ms measured, {expect:g} ms expected"
             out.append(f'<rect x="{x + 2}" y="{y(measured):.1f}" width="{bar - 4}" '
-                       f'height="{y(0) - y(measured):.1f}" fill="{fill}"><title>{tip}</title></rect>')
+                       f'height="{y(0) - y(measured):.1f}" fill="{fill}">'
+                       f'<title>{tip}</title></rect>')
             out.append(f'<line x1="{x}" x2="{x + bar}" y1="{y(expect):.1f}" y2="{y(expect):.1f}" '
                        f'stroke="black" stroke-width="2"/>')
             if saved is not None:
@@ -155,8 +156,9 @@ def main():
     text = svg(read_rows(args.results), args.title)
     if args.check:
         if not Path(args.svg).exists() or Path(args.svg).read_text() != text:
-            sys.exit(f"plot_overlap: {args.svg} is not what {' '.join(args.results)} give; "
-                     f"regenerate it: bench/plot_overlap.py {' '.join(args.results)} --svg {args.svg}")
+            results = " ".join(args.results)
+            sys.exit(f"plot_overlap: {args.svg} is not what {results} give; regenerate it: "
+                     f"bench/plot_overlap.py {results} --svg {args.svg}")
         return
     Path(args.svg).write_text(text)
 

@@ -128,7 +128,8 @@ struct StepData {
         std::lock_guard<std::mutex> lock(mutex);
         if (early.empty()) {
           early = "all-reduce of bucket " + std::to_string(bucket) + " ran before layer " +
-                  std::to_string(k) + "'s gradients of tower " + std::to_string(t) + " were written";
+                  std::to_string(k) + "'s gradients of tower " + std::to_string(t) +
+                  " were written";
         }
         return;
       }
@@ -154,7 +155,9 @@ struct AllReduceCall {
 // touches is declared before the runtime, and the streams last, so work never outlives it.
 struct Towers {
   explicit Towers(const Layout& layout)
-      : n(layout.towers), buckets(buckets_of(layout)), grads(n, std::vector<float>(kTotal, kPoison)) {
+      : n(layout.towers),
+        buckets(buckets_of(layout)),
+        grads(n, std::vector<float>(kTotal, kPoison)) {
     runtime = Runtime::create(RuntimeOptions{BackendChoice::kHost, n});
     layer_ready.resize(n);
     bucket_reduced.resize(n);
@@ -186,7 +189,8 @@ struct Towers {
   }
   int bucket_of_element(std::size_t j) const {
     for (std::size_t b = 0; b < buckets.size(); ++b) {
-      if (j >= buckets[b].offset && j < buckets[b].offset + buckets[b].count) return static_cast<int>(b);
+      const GradientBucket& bucket = buckets[b];
+      if (j >= bucket.offset && j < bucket.offset + bucket.count) return static_cast<int>(b);
     }
     return -1;
   }
@@ -200,11 +204,13 @@ struct Towers {
     step.layer_gates.assign(n, {});
     for (int i = 0; i < n; ++i) {
       for (int k = 0; k < kLayers; ++k) {
-        step.layer_gates[i].push_back(probes.gate_layers ? std::make_shared<Gate>(kGateLimit) : nullptr);
+        step.layer_gates[i].push_back(probes.gate_layers ? std::make_shared<Gate>(kGateLimit)
+                                                         : nullptr);
       }
     }
     for (std::size_t b = 0; b < buckets.size(); ++b) {
-      step.allreduce_gates.push_back(probes.gate_allreduces ? std::make_shared<Gate>(kGateLimit) : nullptr);
+      step.allreduce_gates.push_back(probes.gate_allreduces ? std::make_shared<Gate>(kGateLimit)
+                                                            : nullptr);
     }
     for (int i = 0; i < n; ++i) enqueue_backward(step, i, probes);
     try {
@@ -225,7 +231,9 @@ struct Towers {
       stream.launch("backward", [this, &step, i, k, gate = step.layer_gates[i][k]] {
         if (gate) gate->wait();
         const std::size_t offset = layer_offset(k);
-        for (std::size_t j = offset; j < offset + kLayerSizes[k]; ++j) grads[i][j] = step.data.towers[i][j];
+        for (std::size_t j = offset; j < offset + kLayerSizes[k]; ++j) {
+          grads[i][j] = step.data.towers[i][j];
+        }
         step.written[i * kLayers + k] = true;
       }, nullptr);
       stream.record(*layer_ready[i][k]);
@@ -238,7 +246,8 @@ struct Towers {
   AllReduce allreduce_for(StepData& step, const Probes& probes) {
     return [this, &step, probes](std::span<float* const> parts, std::size_t count,
                                  std::span<Stream* const> streams) {
-      if (parts.size() != static_cast<std::size_t>(n) || streams.size() != static_cast<std::size_t>(n)) {
+      const auto towers_n = static_cast<std::size_t>(n);
+      if (parts.size() != towers_n || streams.size() != towers_n) {
         ADD_FAILURE() << "expected allreduce to be given one part and one stream per tower ("
                       << n << "), got " << parts.size() << " parts and " << streams.size()
                       << " streams; hint: one call per bucket covers every tower";
@@ -334,13 +343,14 @@ struct Towers {
     for (int i = 0; i < n; ++i) {
       auto bad = first_mismatch(step.applied[i], step.data.mean);
       if (!bad) continue;
+      const float got = step.applied[i][*bad];
+      const char* what = got == -kPoison                 ? "never applied"
+                         : got == step.data.towers[i][*bad] ? "the tower's own gradient"
+                                                            : "a wrong value";
       ADD_FAILURE() << "step " << s << ": expected tower " << i << "'s optimizer to read the "
                     << "exact mean of " << n << " towers in every bucket, got "
                     << describe_mismatch(step.applied[i], step.data.mean, *bad) << " (bucket "
-                    << bucket_of_element(*bad) << " of " << buckets.size() << ", "
-                    << (step.applied[i][*bad] == -kPoison ? "never applied"
-                        : step.applied[i][*bad] == step.data.towers[i][*bad] ? "the tower's own gradient"
-                                                                             : "a wrong value")
+                    << bucket_of_element(*bad) << " of " << buckets.size() << ", " << what
                     << "); hint: " << hint;
       return;
     }
@@ -370,7 +380,8 @@ std::string name_of(const ::testing::TestParamInfo<Layout>& info) {
 }
 
 class Buckets : public ::testing::TestWithParam<Layout> {};
-INSTANTIATE_TEST_SUITE_P(Layouts, Buckets, ::testing::Values(kPerLayer, kGrouped, kOneBucket), name_of);
+INSTANTIATE_TEST_SUITE_P(Layouts, Buckets, ::testing::Values(kPerLayer, kGrouped, kOneBucket),
+                         name_of);
 
 TEST_P(Buckets, EachBucketIsAllReducedOnceOnTheCommStreams) {
   Towers towers(GetParam());
@@ -473,7 +484,8 @@ TEST_P(Buckets, ConsecutiveStepsEachApplyTheirOwnMeans) {
 }
 
 class OverlappedBuckets : public ::testing::TestWithParam<Layout> {};
-INSTANTIATE_TEST_SUITE_P(Layouts, OverlappedBuckets, ::testing::Values(kPerLayer, kGrouped), name_of);
+INSTANTIATE_TEST_SUITE_P(Layouts, OverlappedBuckets, ::testing::Values(kPerLayer, kGrouped),
+                         name_of);
 
 TEST_P(OverlappedBuckets, FirstBucketIsAllReducedWhileTheBackwardPassRuns) {
   Towers towers(GetParam());

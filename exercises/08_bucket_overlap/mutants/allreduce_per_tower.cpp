@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// mutant: the all-reduce is called once per tower, inside the tower loop: every bucket averaged N times
+// mutant: the all-reduce is called once per tower, inside the tower loop: each bucket N times
 #include <vector>
 
 #include "bucket_overlap.hpp"
