@@ -6,12 +6,12 @@
 // average_gradients(), as the tutorial's towers meet on /cpu:0.
 #include <vector>
 
+#include "harness/tower_training.hpp"
 #include "kernels/host/kernels.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
 #include "parallel/tower_loss.hpp"
-#include "parallel/tower_training.hpp"
 
 using namespace towers;
 using namespace towers::model;

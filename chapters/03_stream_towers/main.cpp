@@ -3,11 +3,11 @@
 // One change from chapter 2: the tower loop only enqueues work, one stream per tower, so
 // towers run at the same time. They meet once a step, in average_gradients(), which runs
 // on device 0 and waits for each tower with an event instead of a host synchronize.
+#include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
 #include "parallel/tower_loss.hpp"
-#include "parallel/tower_training.hpp"
 
 using namespace towers;
 using namespace towers::model;

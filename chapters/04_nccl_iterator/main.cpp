@@ -10,15 +10,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include "harness/parameter_check.hpp"
+#include "harness/pipeline_trace.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
-#include "parallel/parameter_check.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss.hpp"
 #include "parallel/tower_loss_batch.hpp"
-#include "parallel/tower_training.hpp"
 
 using namespace towers;
 using namespace towers::model;

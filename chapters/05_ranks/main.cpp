@@ -9,6 +9,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "harness/pipeline_trace.hpp"
+#include "harness/rank_check.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "mpi/fault_injection.hpp"
@@ -17,11 +21,7 @@
 #include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "parallel/rank_check.hpp"
-#include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss_batch.hpp"
-#include "parallel/tower_training.hpp"
 #include "runtime/backend.hpp"
 
 using namespace towers;

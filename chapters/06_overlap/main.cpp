@@ -9,17 +9,17 @@
 // With simulated devices copies cost almost nothing; --link-gbps gives them a link to wait on.
 #include <algorithm>
 
+#include "harness/overlap_trace.hpp"
+#include "harness/parameter_check.hpp"
+#include "harness/pipeline_trace.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
 #include "parallel/buckets.hpp"
-#include "parallel/overlap_trace.hpp"
-#include "parallel/parameter_check.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss_batch.hpp"
-#include "parallel/tower_training.hpp"
 #include "runtime/rendezvous.hpp"
 
 using namespace towers;

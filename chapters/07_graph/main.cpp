@@ -11,13 +11,13 @@
 // launch, and the graph's first nodes copy them to the devices.
 #include <chrono>
 
+#include "harness/graph_file.hpp"
+#include "harness/step_scalars.hpp"
+#include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
-#include "parallel/graph_file.hpp"
-#include "parallel/step_scalars.hpp"
 #include "parallel/tower_loss.hpp"
-#include "parallel/tower_training.hpp"
 #include "runtime/graph.hpp"
 
 using namespace towers;

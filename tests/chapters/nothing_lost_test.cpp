@@ -17,9 +17,9 @@
 #include "../data/temp_dir.hpp"
 #include "base/temp_dir.hpp"
 #include "data/synthetic.hpp"
+#include "harness/divergence.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
-#include "parallel/divergence.hpp"
 #include "program.hpp"
 
 namespace towers {

@@ -22,9 +22,9 @@
 
 #include "cli/graceful_stop.hpp"
 #include "data/cifar10.hpp"
-#include "parallel/input_queue.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/training.hpp"
 #include "parallel/tower.hpp"
-#include "parallel/training.hpp"
 #include "runtime/rendezvous.hpp"
 
 namespace towers {

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/tower_training.hpp"
+#include "harness/tower_training.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 #include "cli/output_paths.hpp"
+#include "harness/divergence.hpp"
 #include "model/checkpoint.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
-#include "parallel/divergence.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {

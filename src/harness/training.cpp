@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/training.hpp"
+#include "harness/training.hpp"
 
 #include <cmath>
 #include <ctime>
 #include <stdexcept>
 #include <unistd.h>
 
+#include "harness/divergence.hpp"
 #include "model/network.hpp"
-#include "parallel/divergence.hpp"
 #include "trace/timeline.hpp"
 
 namespace towers {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/overlap_trace.hpp"
+#include "harness/overlap_trace.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "parallel/pipeline_trace.hpp"
+#include "harness/pipeline_trace.hpp"
 #include "trace/analysis.hpp"
 
 namespace towers {
