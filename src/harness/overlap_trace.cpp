@@ -6,6 +6,7 @@
 
 #include "harness/pipeline_trace.hpp"
 #include "trace/analysis.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -37,7 +38,7 @@ void OverlapTrace::collect(const std::vector<TraceEvent>& events) {
     const auto key = std::make_pair(e.step, e.device);
     if (is_allreduce_op(e.name)) {
       comm[key].push_back({e.start_us, e.end_us});
-    } else if (e.tower >= 0 && e.name != "copy input") {
+    } else if (e.tower >= 0 && e.name != span::kCopyInput) {
       compute[key].push_back({e.start_us, e.end_us});
     }
   }
