@@ -25,11 +25,11 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "harness/step_scalars.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
-#include "parallel/step_scalars.hpp"
 #include "parallel/tower_loss.hpp"
 #include "runtime/graph.hpp"
 

@@ -24,11 +24,11 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/tower_inputs.hpp"
 #include "model/network.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
-#include "parallel/input_queue.hpp"
-#include "parallel/tower_inputs.hpp"
 
 namespace towers {
 namespace {

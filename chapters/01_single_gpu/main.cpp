@@ -9,14 +9,14 @@
 #include <thread>
 
 #include "cli/graceful_stop.hpp"
+#include "harness/checkpoint_dir.hpp"
+#include "harness/divergence.hpp"
+#include "harness/evaluate.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/training.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
-#include "parallel/checkpoint_dir.hpp"
-#include "parallel/divergence.hpp"
-#include "parallel/evaluate.hpp"
-#include "parallel/input_queue.hpp"
-#include "parallel/training.hpp"
 
 using namespace towers;
 using namespace towers::model;

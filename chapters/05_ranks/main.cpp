@@ -12,6 +12,12 @@
 #include <optional>
 
 #include "data/iterator_plan.hpp"
+#include "harness/checkpoint_dir.hpp"
+#include "harness/divergence.hpp"
+#include "harness/pipeline_trace.hpp"
+#include "harness/rank_check.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "mpi/fault_injection.hpp"
@@ -21,13 +27,7 @@
 #include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
-#include "parallel/checkpoint_dir.hpp"
-#include "parallel/divergence.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "parallel/rank_check.hpp"
-#include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss_batch.hpp"
-#include "parallel/tower_training.hpp"
 #include "runtime/backend.hpp"
 
 using namespace towers;
@@ -132,50 +132,50 @@ int main(int argc, char** argv) {
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     bool stop = false;
-    for (int step = 0; step < flags.steps && !stop; ++step) {
-      // `step` counts this run's steps; `global_step` the job's since --seed (resumes too).
-      const std::int64_t global_step = first_step + step;
-      training.begin_step(step);
-      maybe_fail(fault_flags, job, step);  // test hook; nothing unless --fail-rank
+    for (int run_step = 0; run_step < flags.steps && !stop; ++run_step) {
+      // `run_step` counts this run's steps; `global_step` the job's since --seed (resumes too).
+      const std::int64_t global_step = first_step + run_step;
+      StepScope step = training.step(run_step);
+      maybe_fail(fault_flags, job, run_step);  // test hook; nothing unless --fail-rank
       // docs-begin: rank-step
       const data::Batch batch = inputs[0].next();       // this rank's shard of the step
       tower.stream->wait(*batch.ready);
       tower_loss(tower, params.as<float>(), batch);     // returns at once
       inputs[0].release(batch, *tower.stream);
-      allreduce->average(grads, kNumParameters, *tower.stream, step);  // ranks meet
+      allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // ranks meet
       apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
                       params.as<float>());
       update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
                              averages.as<float>());
-      training.end_enqueue();
+      step.enqueued();
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
       // docs-end: rank-step
       training.runtime().synchronize();
       // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
       float loss = tower.losses.as<float>()[kTotalLoss];
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", step);
+        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", run_step);
         MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
       }
-      training.end_step(step, loss);
-      check.after_step(step, params.as<float>());  // are the ranks' copies identical?
+      step.end(loss);
+      check.after_step(run_step, params.as<float>());  // are the ranks' copies identical?
       // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
       // after the same step, or one would wait alone in the next all-reduce.
       int stop_here = training.stop_requested() ? 1 : 0;
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", step);
+        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", run_step);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
       }
       stop = stop_here != 0;
       // CheckpointDir::due()'s rule, on every rank: every rank takes part in a save.
-      const bool last = step + 1 == flags.steps || stop;
+      const bool last = run_step + 1 == flags.steps || stop;
       if (!checkpoint_flags.dir.empty() &&
           ((global_step + 1) % checkpoint_flags.every == 0 || last)) {
         // docs-begin: rank-checkpoint
         // The ranks' parameters are equal (RankParameterCheck), so rank 0's are the job's;
         // the input position must cover every rank, so it is gathered (and checked equal).
         const data::InputPosition input =
-            job_input_position(job, inputs[0].position(), watchdog, step);
+            job_input_position(job, inputs[0].position(), watchdog, run_step);
         if (job.rank() == 0) {
           model::TrainingState state{.global_step = global_step + 1,
                                      .params = std::vector<float>(kNumParameters),

@@ -9,17 +9,17 @@
 // With simulated devices copies cost almost nothing; --link-gbps gives them a link to wait on.
 #include <algorithm>
 
+#include "harness/overlap_trace.hpp"
+#include "harness/parameter_check.hpp"
+#include "harness/pipeline_trace.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
 #include "parallel/buckets.hpp"
-#include "parallel/overlap_trace.hpp"
-#include "parallel/parameter_check.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "parallel/tower_inputs.hpp"
 #include "parallel/tower_loss_batch.hpp"
-#include "parallel/tower_training.hpp"
 #include "runtime/rendezvous.hpp"
 
 using namespace towers;
@@ -104,11 +104,11 @@ int main(int argc, char** argv) {
 
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
-      training.begin_step(global_step);
+      StepScope step = training.step(global_step);
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
-        training.probe(tower);
+        step.probe(tower);
         tower.stream->wait(*batch.ready);
         // docs-begin: layer-events
         tower_loss(tower, param_ptrs[i], batch, [&](int layer) {
@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
         update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
                                averages[i].as<float>());
       }
-      training.end_enqueue();
+      step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
-      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       check.after_step(global_step, param_ptrs);
     }
     Summary extra;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/pipeline_trace.hpp"
 #include "parallel/allreduce.hpp"
-#include "parallel/pipeline_trace.hpp"
 #include "runtime/busy.hpp"
 #include "tower_buffers.hpp"
 

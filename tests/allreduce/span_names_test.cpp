@@ -7,10 +7,10 @@
 
 #include <string>
 
+#include "harness/pipeline_trace.hpp"
 #include "parallel/allreduce.hpp"
-#include "parallel/pipeline_trace.hpp"
-#include "trace/span_names.hpp"
 #include "tower_buffers.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {

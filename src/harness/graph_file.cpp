@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/graph_file.hpp"
+#include "harness/graph_file.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -14,9 +14,9 @@
 
 #include <cstddef>
 
+#include "harness/parameter_check.hpp"
 #include "mpi/mpi_job.hpp"
 #include "mpi/watchdog.hpp"
-#include "parallel/parameter_check.hpp"
 #include "parallel/tower.hpp"
 
 namespace towers {

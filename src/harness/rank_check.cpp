@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/rank_check.hpp"
+#include "harness/rank_check.hpp"
 
 #include <cmath>
 #include <cstdio>

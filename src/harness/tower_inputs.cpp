@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/tower_inputs.hpp"
+#include "harness/tower_inputs.hpp"
 
 #include "cli/options.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/step_scalars.hpp"
+#include "harness/step_scalars.hpp"
 
 namespace towers {
 

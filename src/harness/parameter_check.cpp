@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/parameter_check.hpp"
+#include "harness/parameter_check.hpp"
 
 #include <cinttypes>
 #include <cmath>

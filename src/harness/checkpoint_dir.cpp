@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/checkpoint_dir.hpp"
+#include "harness/checkpoint_dir.hpp"
 
 #include <cstdio>
 #include <regex>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/input_queue.hpp"
+#include "harness/input_queue.hpp"
 
 #include <cstdio>
 #include <span>
 #include <string>
 
-#include "data/preprocess.hpp"
 #include "data/iterator_plan.hpp"
+#include "data/preprocess.hpp"
 #include "data/synthetic.hpp"
 #include "runtime/backend.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/evaluate.hpp"
+#include "harness/evaluate.hpp"
 
 #include <numeric>
 #include <span>

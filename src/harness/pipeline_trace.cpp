@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/pipeline_trace.hpp"
+#include "harness/pipeline_trace.hpp"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/divergence.hpp"
+#include "harness/divergence.hpp"
 
 #include <cmath>
 #include <string>

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "parallel/overlap_trace.hpp"
+#include "harness/overlap_trace.hpp"
 
 #include <algorithm>
 #include <set>
 
-#include "parallel/pipeline_trace.hpp"
+#include "harness/pipeline_trace.hpp"
 #include "trace/analysis.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -37,7 +38,7 @@ void OverlapTrace::collect(const std::vector<TraceEvent>& events) {
     const auto key = std::make_pair(e.step, e.device);
     if (is_allreduce_op(e.name)) {
       comm[key].push_back({e.start_us, e.end_us});
-    } else if (e.tower >= 0 && e.name != "copy input") {
+    } else if (e.tower >= 0 && e.name != span::kCopyInput) {
       compute[key].push_back({e.start_us, e.end_us});
     }
   }
