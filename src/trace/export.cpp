@@ -65,7 +65,36 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
         << "\"}}";
     first = false;
   }
+  // (event, record number) -> its record marker: where the arrows to its waits start.
+  std::map<std::pair<int, std::uint64_t>, const TraceEvent*> records;
   for (const auto& e : events) {
+    if (e.kind == TraceKind::kRecord) records[{e.event_id, e.record}] = &e;
+  }
+  int flow = 0;
+  for (const auto& e : events) {
+    if (!e.is_span()) {
+      // A record or wait: an instant on its stream's thread, with the event in its args.
+      out << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"name\":\""
+          << json_escaped(e.name) << "\",\"pid\":" << pid_of(e) << ",\"tid\":"
+          << std::max(e.stream, 0) << ",\"ts\":" << e.start_us << ",\"args\":{\"tower\":"
+          << e.tower << ",\"step\":" << e.step << ",\"event\":" << e.event_id
+          << ",\"record\":" << e.record;
+      if (e.kind == TraceKind::kWait) out << ",\"waited_us\":" << e.start_us - e.waited_from_us;
+      out << "}}";
+      first = false;
+      const auto recorded = records.find({e.event_id, e.record});
+      if (e.kind == TraceKind::kWait && recorded != records.end()) {
+        // A flow arrow from the record to this wait (one flow per wait: a flow has one end).
+        const TraceEvent& r = *recorded->second;
+        ++flow;
+        out << ",\n{\"ph\":\"s\",\"cat\":\"event\",\"name\":\"event\",\"id\":" << flow
+            << ",\"pid\":" << pid_of(r) << ",\"tid\":" << std::max(r.stream, 0)
+            << ",\"ts\":" << r.start_us << "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"event\","
+            << "\"name\":\"event\",\"id\":" << flow << ",\"pid\":" << pid_of(e)
+            << ",\"tid\":" << std::max(e.stream, 0) << ",\"ts\":" << e.start_us << "}";
+      }
+      continue;
+    }
     out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"name\":\"" << json_escaped(e.name)
         << "\",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
@@ -84,7 +113,11 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
   return out.str();
 }
 
-std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title) {
+std::string timeline_svg(const std::vector<TraceEvent>& all, const std::string& title) {
+  std::vector<TraceEvent> events;  // the spans: record/wait markers are not drawn here
+  for (const auto& e : all) {
+    if (e.is_span()) events.push_back(e);
+  }
   static const char* kColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                   "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
   const double kLabel = 90, kWidth = 720, kRow = 22, kTop = 28;
