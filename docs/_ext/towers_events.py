@@ -16,6 +16,8 @@ average after a 130 ms pass stays visible. Durations are written in the boxes an
 import json
 from html import escape
 
+import towers_timeline
+
 TOWER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                 "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
 HOST = 1000     # the Chrome trace's process id of host spans (src/trace/export.cpp)
@@ -74,11 +76,15 @@ def row_order(rows, ops):
     return sorted(rows, key=lambda r: (tower_of(r) < 0, tower_of(r), r)), tower_of
 
 
-def row_label(row, tower):
+def row_label(row, tower, ops):
+    """A tower's stream by its tower; another by what its ops do, as the timelines do."""
     device, stream = row
     if tower >= 0:
         return f"tower {tower}'s stream (device {device})"
-    return f"device {device}: stream {stream}, no tower"
+    mine = [dict(op, device=device) for op in ops if op["row"] == row]
+    if not mine:
+        return f"device {device}: stream {stream}"
+    return towers_timeline.row_name(device, stream, mine) + " (no tower)"
 
 
 class Axis:
@@ -161,7 +167,7 @@ def events_figure(text, step=None):
     for row in rows:
         y = y_of[row]
         tower = tower_of(row)
-        out.append(f'<text x="4" y="{y + 4}" font-size="12">{escape(row_label(row, tower))}</text>')
+        out.append(f'<text x="4" y="{y + 4}" font-size="12">{escape(row_label(row, tower, ops))}</text>')
         out.append(f'<line x1="{LABEL_W}" x2="{LABEL_W + PLOT_W}" y1="{y}" y2="{y}" '
                    f'stroke="#dddddd"/>')
         row_marks = [m for m in shown_marks if m["row"] == row]
@@ -207,8 +213,8 @@ def events_figure(text, step=None):
         x2, y2 = x(wait["at"]), y_of[wait["row"]]
         bend = 24 + 0.25 * abs(y2 - y1)
         color = fill_of(tower_of(record["row"]))
-        tip = (f"event {record['event']}: recorded by {row_label(record['row'], tower_of(record['row']))} "
-               f"at {record['at'] - t0:.2f} ms; {row_label(wait['row'], tower_of(wait['row']))} "
+        tip = (f"event {record['event']}: recorded by {row_label(record['row'], tower_of(record['row']), ops)} "
+               f"at {record['at'] - t0:.2f} ms; {row_label(wait['row'], tower_of(wait['row']), ops)} "
                f"waited for it and went on at {wait['at'] - t0:.2f} ms")
         out.append(f'<path class="towers-arrow" data-event="{record["event"]}" '
                    f'data-from-tower="{tower_of(record["row"])}" '

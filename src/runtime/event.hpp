@@ -17,9 +17,12 @@ namespace towers {
 /// Introduced in chapter 0; used in chapter 3 to order the gradient average.
 class Event {
  public:
+  /// Takes the next trace_id().
   Event() : trace_id_(next_trace_id()) {}
   virtual ~Event() = default;
+  /// Not copyable: a copy would share the original's trace_id().
   Event(const Event&) = delete;
+  /// Not assignable, for the same reason.
   Event& operator=(const Event&) = delete;
 
   /// This event's number, unique in the process: the trace's record and wait markers

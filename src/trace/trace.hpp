@@ -37,7 +37,7 @@ namespace towers {
 /// What a TraceEvent stands for: a span of work or a marker of an event.
 enum class TraceKind : std::uint8_t {
   kSpan,    ///< an op, or host-side work, from start_us to end_us
-  kRecord,  ///< a stream reached Stream::record(e): e completed at start_us (== end_us)
+  kRecord,  ///< a stream reached Stream::record(e), completing e, at start_us (== end_us)
   kWait,    ///< a stream got past Stream::wait(e) at start_us (== end_us)
 };
 

@@ -94,7 +94,9 @@ TEST_P(EventTrace, RecordAndWaitCarryTheSameEventAndRecord) {
   EXPECT_GE(waits[0].start_us - waits[0].waited_from_us, 20'000.0);
   // The busy op recorded after the first record: it ended before the record's instant.
   for (const TraceEvent& e : spans_of(events)) {
-    if (e.device == 0 && e.step == 3) EXPECT_LE(e.end_us, records[0].start_us + 1.0);
+    if (e.device == 0 && e.step == 3) {
+      EXPECT_LE(e.end_us, records[0].start_us + 1.0);
+    }
   }
 }
 

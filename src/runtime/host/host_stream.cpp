@@ -180,9 +180,13 @@ void HostStream::run(Op& op) {
   }
   if (op.traced) {
     op.span.end_us = trace_.now_us();
-    if (!op.span.is_span()) {
-      // A marker is an instant: when the event completed, or when the wait was over.
-      op.span.waited_from_us = op.span.kind == TraceKind::kWait ? op.span.start_us : 0;
+    if (op.span.kind == TraceKind::kRecord) {
+      // The instant the stream reached the record: stamped before complete() woke the
+      // waiters, so that no wait on it is ever stamped earlier.
+      op.span.end_us = op.span.start_us;
+    } else if (op.span.kind == TraceKind::kWait) {
+      // The instant the wait was over; it began when the stream reached it.
+      op.span.waited_from_us = op.span.start_us;
       op.span.start_us = op.span.end_us;
     }
     trace_.add(std::move(op.span));
