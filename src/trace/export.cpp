@@ -5,11 +5,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "base/usage_error.hpp"
+#include "trace/analysis.hpp"
 
 namespace towers {
 namespace {
@@ -65,10 +68,23 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
         << "\"}}";
     first = false;
   }
-  // (event, record number) -> its record marker: where the arrows to its waits start.
-  std::map<std::pair<int, std::uint64_t>, const TraceEvent*> records;
+  // (event, record number) -> where the arrows to its waits start. A flow starts inside
+  // the slice that encloses it, so it starts in the middle of the last op the stream ran
+  // before the record (the work the event marks); at the record itself if there is none.
+  std::map<std::pair<int, int>, std::vector<Interval>> spans_of;  // (pid, stream), by end
   for (const auto& e : events) {
-    if (e.kind == TraceKind::kRecord) records[{e.event_id, e.record}] = &e;
+    if (e.is_span()) spans_of[{pid_of(e), e.stream}].push_back({e.end_us, e.start_us});
+  }
+  for (auto& [stream, spans] : spans_of) std::sort(spans.begin(), spans.end());
+  std::map<std::pair<int, std::uint64_t>, std::pair<const TraceEvent*, double>> records;
+  for (const auto& e : events) {
+    if (e.kind != TraceKind::kRecord) continue;
+    double from = e.start_us;
+    const auto& spans = spans_of[{pid_of(e), e.stream}];
+    auto after = std::upper_bound(spans.begin(), spans.end(),
+                                  Interval{e.start_us, std::numeric_limits<double>::max()});
+    if (after != spans.begin()) from = (std::prev(after)->first + std::prev(after)->second) / 2;
+    records[{e.event_id, e.record}] = {&e, from};
   }
   int flow = 0;
   for (const auto& e : events) {
@@ -85,13 +101,14 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
       const auto recorded = records.find({e.event_id, e.record});
       if (e.kind == TraceKind::kWait && recorded != records.end()) {
         // A flow arrow from the record to this wait (one flow per wait: a flow has one end).
-        const TraceEvent& r = *recorded->second;
+        // Its end binds to the next slice of the waiting stream: the op that waited.
+        const auto& [r, from] = recorded->second;
         ++flow;
         out << ",\n{\"ph\":\"s\",\"cat\":\"event\",\"name\":\"event\",\"id\":" << flow
-            << ",\"pid\":" << pid_of(r) << ",\"tid\":" << std::max(r.stream, 0)
-            << ",\"ts\":" << r.start_us << "},\n{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"event\","
-            << "\"name\":\"event\",\"id\":" << flow << ",\"pid\":" << pid_of(e)
-            << ",\"tid\":" << std::max(e.stream, 0) << ",\"ts\":" << e.start_us << "}";
+            << ",\"pid\":" << pid_of(*r) << ",\"tid\":" << std::max(r->stream, 0)
+            << ",\"ts\":" << from << "},\n{\"ph\":\"f\",\"cat\":\"event\",\"name\":\"event\","
+            << "\"id\":" << flow << ",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
+            << ",\"ts\":" << e.start_us << "}";
       }
       continue;
     }

@@ -18,7 +18,8 @@ namespace towers {
 /// merged trace puts rank r's spans on device r. A span's stamped kernels (cuda, ran_us)
 /// are slices named "<op> (ran)" on thread 100 + its stream. Record and wait markers are
 /// instant events ("ph":"i", args: event, record, waited_us), and each wait whose record
-/// is in `events` gets a flow arrow from that record ("ph":"s" to "ph":"f").
+/// is in `events` gets a flow arrow ("ph":"s" to "ph":"f") from the op its stream ran
+/// before the record to the op its own stream runs after the wait.
 std::string chrome_trace_json(const std::vector<TraceEvent>& events,
                               const std::string& process_label = "device");
 
