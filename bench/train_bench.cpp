@@ -189,6 +189,7 @@ void print_breakdown(Runtime& runtime, Trainer& trainer, const std::string& labe
   double busy_ms = 0;
   for (const TraceEvent& e : events) {
     if (e.device < 0) continue;  // host-side spans: none here, but not ops either
+    if (!e.is_span()) continue;  // record/wait markers: instants, not ops
     Row& row = rows[e.name];
     row.calls += 1;
     row.ms += (e.end_us - e.start_us) / 1e3;

@@ -3,6 +3,7 @@
 
     ```{towers-steps} RUN [RUN...]    the steps of runs on one time axis (their traces)
     ```{towers-ring} ringN            the ring all-reduce step by step (docs_ring_schedule)
+    ```{towers-events} RUN            one step's records, waits and who waits for whom
 """
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 import towers_diagrams
+import towers_events
 import towers_timeline
 from towers_generated import GeneratedDirective, read_stamp
 
@@ -92,3 +94,46 @@ class RingDirective(SphinxDirective):
             caption += parsed
             figure += caption
         return [figure]
+
+
+class EventsDirective(GeneratedDirective):
+    """One step of a run as streams, ops, event records and the waits on them, with an
+    arrow from each record to each wait (towers_events.py), drawn from the run's trace.
+
+        ```{towers-events} 03_stream_towers
+        :step: 3
+        The caption.
+        ```
+
+    Without :step:, the last step that has a next one. The caption gets a sentence saying
+    which build's run the figure was drawn from.
+    """
+
+    has_content = True
+    option_spec = {"step": directives.nonnegative_int}
+
+    def run(self):
+        name = self.arguments[0]
+        try:
+            svg = towers_events.events_figure(self.generated(".json").read_text(),
+                                              self.options.get("step"))
+        except (ValueError, KeyError) as error:
+            raise self.error(f"{name}.json: {error}")
+        stamp = read_stamp(self.generated(".stamp"))
+        # The trace's SHA-256: tests/docs/check_fresh.cmake finds this build's run here.
+        svg = svg.replace("<svg ", f'<svg data-traces="{stamp.get("json_sha256", "?")}" '
+                                   f'data-run="{name}" ', 1)
+        figure = nodes.figure(classes=["towers-figure"])
+        figure += nodes.raw("", svg, format="html")
+        caption = nodes.caption()
+        if self.content:
+            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
+            caption += parsed
+            caption += nodes.Text(" ")
+        caption += nodes.Text("Drawn by the docs build from the trace of this build's run "
+                              "of ")
+        caption += nodes.literal(text=name)
+        caption += nodes.Text(f" (run id {stamp.get('run_id', '?')}): the records and waits "
+                              "are the ones the streams noted, not drawn by hand.")
+        figure += caption
+        return [figure, self.provenance()]

@@ -19,8 +19,8 @@ A page shows them with these directives::
     The caption.
     ```
 
-and with those of towers_figures.py (towers-steps, towers-ring: figures drawn from the
-runs), towers_pages.py (towers-compare, towers-gpu-runs: tables across sources) and
+and with those of towers_figures.py (towers-steps, towers-ring, towers-events: figures
+drawn from the runs), towers_pages.py (towers-compare, towers-gpu-runs: tables across sources) and
 towers_experiment.py (towers-experiment: runs that change one factor per row).
 
 Each one names the run (its ``run_id``) under what it shows, so a reader can tell the
@@ -226,7 +226,7 @@ class TimelineDirective(GeneratedDirective):
 def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
     from towers_experiment import ExperimentDirective
-    from towers_figures import RingDirective, StepsDirective
+    from towers_figures import EventsDirective, RingDirective, StepsDirective
     from towers_pages import CompareDirective, GpuRunsDirective
 
     app.add_config_value("towers_generated_dir", "", "env")
@@ -238,5 +238,6 @@ def setup(app):
     app.add_directive("towers-compare", CompareDirective)
     app.add_directive("towers-experiment", ExperimentDirective)
     app.add_directive("towers-ring", RingDirective)
+    app.add_directive("towers-events", EventsDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

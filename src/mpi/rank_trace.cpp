@@ -17,6 +17,9 @@ std::string serialize(const std::vector<TraceEvent>& events, int rank, double of
   out << std::fixed;
   for (const auto& e : events) {
     if (e.device < 0 && rank != 0) continue;  // one host row: rank 0's
+    // Record/wait markers stay out: their event ids are numbered per process, so two
+    // ranks' markers could not be told apart, and the merged analysis reads spans only.
+    if (!e.is_span()) continue;
     out << e.device << ' ' << e.stream << ' ' << e.tower << ' ' << e.step << ' '
         << e.start_us + offset_us << ' ' << e.end_us + offset_us << ' ' << e.name << '\n';
   }

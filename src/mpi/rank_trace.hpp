@@ -29,7 +29,8 @@ double clock_offset_us(const MpiJob& job, const Trace& trace);
 
 /// Gathers `mine` from every rank to rank 0, shifted by each rank's `offset_us` and put on
 /// device = rank (see above). Returns the job's spans sorted by start on rank 0, nothing
-/// elsewhere. A collective: every rank calls it, in the same order.
+/// elsewhere; record/wait markers are left out (event ids are per process). A collective:
+/// every rank calls it, in the same order.
 std::vector<TraceEvent> gather_rank_events(const MpiJob& job, const std::vector<TraceEvent>& mine,
                                            double offset_us);
 

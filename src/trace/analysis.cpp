@@ -75,6 +75,7 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
   bool any_device_op = false;
   for (const auto& e : all) {
     if (step != -1 && e.step != step) continue;
+    if (!e.is_span()) continue;  // record/wait markers: instants, not work
     if (e.device < 0) {
       if (e.name == span::kEnqueue) result.host_enqueue_ms += (e.end_us - e.start_us) / 1000.0;
       continue;
@@ -105,7 +106,8 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
 std::vector<StepAnalysis> analyze_steps(const std::vector<TraceEvent>& events) {
   std::set<int> steps;
   for (const auto& e : events) {
-    if (e.step >= 0) steps.insert(e.step);  // untagged spans (-1) belong to no step
+    // Untagged spans (-1) belong to no step; a marker alone makes no step.
+    if (e.step >= 0 && e.is_span()) steps.insert(e.step);
   }
   std::vector<StepAnalysis> out;
   for (int step : steps) out.push_back(analyze_step(events, step));

@@ -46,13 +46,14 @@ using Interval = std::pair<double, double>;
 /// The sorted, disjoint union of `intervals` (overlapping or touching ones merged).
 std::vector<Interval> union_of(std::vector<Interval> intervals);
 
-/// Analyses the spans of one step (all spans when `step` is -1).
+/// Analyses the spans of one step (all spans when `step` is -1); record and wait markers
+/// (TraceEvent::is_span() false) count for nothing.
 StepAnalysis analyze_step(const std::vector<TraceEvent>& events, int step);
 
 /// One StepAnalysis per step (>= 0) found in `events`, in step order.
 std::vector<StepAnalysis> analyze_steps(const std::vector<TraceEvent>& events);
 
-/// The spans of one step (all when `step` is -1).
+/// The spans and markers of one step (all when `step` is -1).
 std::vector<TraceEvent> events_of_step(const std::vector<TraceEvent>& events, int step);
 
 }  // namespace towers

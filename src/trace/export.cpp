@@ -5,11 +5,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "base/usage_error.hpp"
+#include "trace/analysis.hpp"
 
 namespace towers {
 namespace {
@@ -65,7 +68,50 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
         << "\"}}";
     first = false;
   }
+  // (event, record number) -> where the arrows to its waits start. A flow starts inside
+  // the slice that encloses it, so it starts in the middle of the last op the stream ran
+  // before the record (the work the event marks); at the record itself if there is none.
+  std::map<std::pair<int, int>, std::vector<Interval>> spans_of;  // (pid, stream), by end
   for (const auto& e : events) {
+    if (e.is_span()) spans_of[{pid_of(e), e.stream}].push_back({e.end_us, e.start_us});
+  }
+  for (auto& [stream, spans] : spans_of) std::sort(spans.begin(), spans.end());
+  std::map<std::pair<int, std::uint64_t>, std::pair<const TraceEvent*, double>> records;
+  for (const auto& e : events) {
+    if (e.kind != TraceKind::kRecord) continue;
+    double from = e.start_us;
+    const auto& spans = spans_of[{pid_of(e), e.stream}];
+    auto after = std::upper_bound(spans.begin(), spans.end(),
+                                  Interval{e.start_us, std::numeric_limits<double>::max()});
+    if (after != spans.begin()) from = (std::prev(after)->first + std::prev(after)->second) / 2;
+    records[{e.event_id, e.record}] = {&e, from};
+  }
+  int flow = 0;
+  for (const auto& e : events) {
+    if (!e.is_span()) {
+      // A record or wait: an instant on its stream's thread, with the event in its args.
+      out << (first ? "" : ",\n") << "{\"ph\":\"i\",\"s\":\"t\",\"name\":\""
+          << json_escaped(e.name) << "\",\"pid\":" << pid_of(e) << ",\"tid\":"
+          << std::max(e.stream, 0) << ",\"ts\":" << e.start_us << ",\"args\":{\"tower\":"
+          << e.tower << ",\"step\":" << e.step << ",\"event\":" << e.event_id
+          << ",\"record\":" << e.record;
+      if (e.kind == TraceKind::kWait) out << ",\"waited_us\":" << e.start_us - e.waited_from_us;
+      out << "}}";
+      first = false;
+      const auto recorded = records.find({e.event_id, e.record});
+      if (e.kind == TraceKind::kWait && recorded != records.end()) {
+        // A flow arrow from the record to this wait (one flow per wait: a flow has one end).
+        // Its end binds to the next slice of the waiting stream: the op that waited.
+        const auto& [r, from] = recorded->second;
+        ++flow;
+        out << ",\n{\"ph\":\"s\",\"cat\":\"event\",\"name\":\"event\",\"id\":" << flow
+            << ",\"pid\":" << pid_of(*r) << ",\"tid\":" << std::max(r->stream, 0)
+            << ",\"ts\":" << from << "},\n{\"ph\":\"f\",\"cat\":\"event\",\"name\":\"event\","
+            << "\"id\":" << flow << ",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
+            << ",\"ts\":" << e.start_us << "}";
+      }
+      continue;
+    }
     out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"name\":\"" << json_escaped(e.name)
         << "\",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
@@ -84,7 +130,11 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
   return out.str();
 }
 
-std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title) {
+std::string timeline_svg(const std::vector<TraceEvent>& all, const std::string& title) {
+  std::vector<TraceEvent> events;  // the spans: record/wait markers are not drawn here
+  for (const auto& e : all) {
+    if (e.is_span()) events.push_back(e);
+  }
   static const char* kColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                   "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
   const double kLabel = 90, kWidth = 720, kRow = 22, kTop = 28;

@@ -16,12 +16,15 @@ namespace towers {
 /// The Chrome-trace JSON text for `events` (times in microseconds). Processes are named
 /// `process_label` and the device index: "device 0", or "rank 0" in chapter 5, whose
 /// merged trace puts rank r's spans on device r. A span's stamped kernels (cuda, ran_us)
-/// are slices named "<op> (ran)" on thread 100 + its stream.
+/// are slices named "<op> (ran)" on thread 100 + its stream. Record and wait markers are
+/// instant events ("ph":"i", args: event, record, waited_us), and each wait whose record
+/// is in `events` gets a flow arrow ("ph":"s" to "ph":"f") from the op its stream ran
+/// before the record to the op its own stream runs after the wait.
 std::string chrome_trace_json(const std::vector<TraceEvent>& events,
                               const std::string& process_label = "device");
 
 /// An SVG picture of `events`: one row per device stream, one rectangle per op, coloured
-/// by tower. `title` is drawn above the rows.
+/// by tower (record and wait markers are left out). `title` is drawn above the rows.
 std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title);
 
 /// Writes `text` to `path`; throws UsageError naming the path when it cannot be written.

@@ -28,6 +28,10 @@ inline constexpr char kRingPrefix[] = "ring ";
 inline constexpr char kRingScale[] = "ring scale";
 /// Every op of chapter 4's device0 all-reduce (chapter 3's averaging) starts with this.
 inline constexpr char kDevice0Prefix[] = "device0 ";
+/// Marker (TraceKind::kRecord): a stream reached Stream::record(event).
+inline constexpr char kEventRecord[] = "event record";
+/// Marker (TraceKind::kWait): a stream got past Stream::wait(event).
+inline constexpr char kEventWait[] = "event wait";
 /// Ring op: chapter 5's whole ring over MPI_Sendrecv.
 inline constexpr char kRingSendrecv[] = "ring sendrecv";
 

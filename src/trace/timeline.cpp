@@ -15,10 +15,13 @@ char tower_glyph(int tower) {
   return '+';
 }
 
-std::string render_timeline(const std::vector<TraceEvent>& events,
-                            const TimelineOptions& options) {
+std::string render_timeline(const std::vector<TraceEvent>& all, const TimelineOptions& options) {
   std::ostringstream out;
   if (!options.title.empty()) out << options.title << "\n";
+  std::vector<TraceEvent> events;  // the spans: record/wait markers are not drawn here
+  for (const auto& e : all) {
+    if (e.is_span()) events.push_back(e);
+  }
   if (events.empty()) {
     out << "  (no traced work)\n";
     return out.str();

@@ -25,7 +25,8 @@ struct TimelineOptions {
                         ///< timelines the same axis_ms to compare them by eye.
 };
 
-/// Renders `events` (usually one step's) as text, ending with a scale line.
+/// Renders the spans of `events` (usually one step's) as text, ending with a scale line;
+/// record and wait markers are left out.
 std::string render_timeline(const std::vector<TraceEvent>& events,
                             const TimelineOptions& options = {});
 

@@ -4,7 +4,19 @@
 #include <algorithm>
 #include <iterator>
 
+#include "trace/span_names.hpp"
+
 namespace towers {
+
+TraceEvent event_marker(TraceKind kind, int device, int stream, int tower, int step,
+                        int event_id, std::uint64_t record) {
+  TraceEvent marker{device, stream, tower, step,
+                    kind == TraceKind::kWait ? span::kEventWait : span::kEventRecord, 0, 0};
+  marker.kind = kind;
+  marker.event_id = event_id;
+  marker.record = record;
+  return marker;
+}
 
 Trace::Trace() : epoch_(std::chrono::steady_clock::now()) {}
 

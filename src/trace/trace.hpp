@@ -8,6 +8,12 @@
 // themselves (ran_us). Host-side spans (how long the tower loop took to *enqueue* a step)
 // are added by programs with add_host_span().
 //
+// Besides spans, a trace holds *markers*: the instant a stream reached Stream::record(e)
+// (e completed) and the instant a stream got past Stream::wait(e). Each names its event
+// (Event::trace_id()) and which record of it, so a wait can be matched with the record it
+// waited for: who waits for whom, drawn in the docs and shown as arrows in Perfetto.
+// Markers have start_us == end_us and kind != kSpan; every analysis of spans skips them.
+//
 // Spans may be added by any thread at any time, also while collect() runs: an input
 // producer enqueues traced copies whenever a slot frees up. So collect() resolves only
 // the spans whose work has finished and keeps the others pending for the next call, and
@@ -28,7 +34,14 @@
 
 namespace towers {
 
-/// One span of work. device and stream are -1 for host-side spans. Introduced in chapter 0.
+/// What a TraceEvent stands for: a span of work or a marker of an event.
+enum class TraceKind : std::uint8_t {
+  kSpan,    ///< an op, or host-side work, from start_us to end_us
+  kRecord,  ///< a stream reached Stream::record(e), completing e, at start_us (== end_us)
+  kWait,    ///< a stream got past Stream::wait(e) at start_us (== end_us)
+};
+
+/// One span of work, or one marker (kind). device and stream are -1 for host-side spans. Introduced in chapter 0.
 struct TraceEvent {
   int device = -1;  ///< device index; -1 for host-side spans
   int stream = -1;  ///< stream index within the device; -1 for host-side spans
@@ -44,7 +57,25 @@ struct TraceEvent {
   std::vector<std::pair<double, double>> ran_us = {};
   /// Whether ran_us is this op's full record of its own kernels (cuda, every launch stamped).
   bool stamped = false;
+  /// A span, a record or a wait. Analyses of spans skip the other kinds (is_span()).
+  TraceKind kind = TraceKind::kSpan;
+  /// Record and wait markers: Event::trace_id() of the event; -1 for spans.
+  int event_id = -1;
+  /// Record and wait markers: which record of the event (1, 2, ...). A wait carries the
+  /// number of the record it waits for, so (event_id, record) pairs a wait with its record.
+  std::uint64_t record = 0;
+  /// Wait markers: when the stream reached the wait; start_us - waited_from_us is how long
+  /// the stream was blocked by it (0: the event had completed already).
+  double waited_from_us = 0;
+
+  /// Whether this is a span of work (not a record or wait marker).
+  bool is_span() const { return kind == TraceKind::kSpan; }
 };
+
+/// A marker (kRecord or kWait) of record number `record` of event `event_id`, by stream
+/// `stream` of `device`, tagged with `tower` and `step`; its times are set when it happens.
+TraceEvent event_marker(TraceKind kind, int device, int stream, int tower, int step,
+                        int event_id, std::uint64_t record);
 
 /// Collects TraceEvents from every stream of a runtime.
 class Trace {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -79,11 +80,17 @@ class CudaEvent final : public Event {
   float elapsed_ms_since(Event& start) override;
   /// The underlying handle.
   cudaEvent_t handle() const { return event_; }
+  /// Counts one Stream::record of this event and returns its number (1, 2, ...): the
+  /// trace's record and wait markers pair a wait with the record it waits for by it.
+  std::uint64_t count_record() { return records_.fetch_add(1, std::memory_order_relaxed) + 1; }
+  /// The number of the most recent record counted (0: never recorded).
+  std::uint64_t records() const { return records_.load(std::memory_order_relaxed); }
 
  private:
   int ordinal_;
   bool timing_;
   cudaEvent_t event_ = nullptr;
+  std::atomic<std::uint64_t> records_{0};
 };
 
 }  // namespace towers

@@ -88,13 +88,46 @@ void CudaStream::fill_zero(void* dst, std::size_t bytes, std::string_view name) 
 void CudaStream::record(Event& event) {
   trace_.count_host_enqueue();
   CUDA_CHECK(cudaSetDevice(device_.index()));
-  CUDA_CHECK(cudaEventRecord(dynamic_cast<CudaEvent&>(event).handle(), stream_));
+  auto& cuda_event = dynamic_cast<CudaEvent&>(event);
+  CUDA_CHECK(cudaEventRecord(cuda_event.handle(), stream_));
+  const std::uint64_t record = cuda_event.count_record();
+  if (trace_.enabled()) trace_marker(TraceKind::kRecord, event.trace_id(), record, nullptr);
 }
 
 void CudaStream::wait(Event& event) {
   trace_.count_host_enqueue();
   CUDA_CHECK(cudaSetDevice(device_.index()));
-  CUDA_CHECK(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).handle(), 0));
+  auto& cuda_event = dynamic_cast<CudaEvent&>(event);
+  // Traced (and recorded at all: a wait on a never-recorded event waits for nothing, and
+  // the host backend notes none): a timing event before the wait says when the stream
+  // reached it; trace_marker's, after it, when the stream got past it.
+  std::shared_ptr<CudaEvent> reached;
+  if (trace_.enabled() && cuda_event.records() > 0) {
+    reached = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
+    CUDA_CHECK(cudaEventRecord(reached->handle(), stream_));
+  }
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda_event.handle(), 0));
+  if (reached) {
+    trace_marker(TraceKind::kWait, event.trace_id(), cuda_event.records(), std::move(reached));
+  }
+}
+
+void CudaStream::trace_marker(TraceKind kind, int event_id, std::uint64_t record,
+                              std::shared_ptr<CudaEvent> reached) {
+  auto passed = std::make_shared<CudaEvent>(device_.index(), /*timing=*/true);
+  CUDA_CHECK(cudaEventRecord(passed->handle(), stream_));
+  std::shared_ptr<Event> start = reached ? std::shared_ptr<Event>(std::move(reached)) : passed;
+  Trace::Resolve times = resolve_when_complete(
+      {device_.epoch(), device_.epoch_host_us(), std::move(start), std::move(passed), nullptr});
+  trace_.add_pending(
+      event_marker(kind, device_.index(), index_, tower(), trace_.step(), event_id, record),
+      [times = std::move(times)](TraceEvent& marker) {
+        if (!times(marker)) return false;  // not yet reached: the next collect()
+        // times set start_us (reached) and end_us (passed); a marker is the instant it passed.
+        marker.waited_from_us = marker.kind == TraceKind::kWait ? marker.start_us : 0;
+        marker.start_us = marker.end_us;
+        return true;
+      });
 }
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }

@@ -5,6 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <memory>
+
 #include "runtime/cuda/cuda_device.hpp"
 #include "runtime/stream.hpp"
 
@@ -31,6 +34,12 @@ class CudaStream final : public Stream {
   // named `name`. When tracing and `stamped`, the sink stamps the op's kernels; else null.
   template <typename Enqueue>
   void traced(std::string_view name, bool stamped, Enqueue&& enqueue);
+  // Adds a record or wait marker of `event_id`'s record number `record`, timed by a timing
+  // event recorded now on stream_ (and, for a wait, by `reached`, recorded before it).
+  // Record numbers are counted per CudaEvent on the host; a record inside a captured graph
+  // is counted once, at capture, so waits on it after a replay name that record.
+  void trace_marker(TraceKind kind, int event_id, std::uint64_t record,
+                    std::shared_ptr<CudaEvent> reached);
 
   CudaDevice& device_;
   int index_;

@@ -101,6 +101,12 @@ void HostStream::record(Event& event) {
   const std::uint64_t generation = host_event.next_generation();
   Op op;
   op.always_runs = true;
+  if (trace_.enabled()) {
+    // The record marker: which record of which event, stamped when the stream reaches it.
+    op.traced = true;
+    op.span = event_marker(TraceKind::kRecord, device_.index(), index_, tower(), trace_.step(),
+                           event.trace_id(), generation);
+  }
   op.work = [this, &host_event, generation] {
     // Runs on this stream's worker, which alone writes error_ while ops run.
     host_event.complete(generation, error_);
@@ -127,6 +133,12 @@ void HostStream::wait(Event& event) {
   if (generation == 0) return;  // never recorded: nothing to wait for, as in CUDA
   Op op;
   op.always_runs = true;
+  // The wait marker carries the number of the record it waits for (its generation).
+  if (trace_.enabled()) {
+    op.traced = true;
+    op.span = event_marker(TraceKind::kWait, device_.index(), index_, tower(), trace_.step(),
+                           event.trace_id(), generation);
+  }
   op.work = [this, &host_event, generation] {
     std::exception_ptr upstream = host_event.wait_for(generation);
     if (upstream && !error_) error_ = upstream;
@@ -168,6 +180,15 @@ void HostStream::run(Op& op) {
   }
   if (op.traced) {
     op.span.end_us = trace_.now_us();
+    if (op.span.kind == TraceKind::kRecord) {
+      // The instant the stream reached the record: stamped before complete() woke the
+      // waiters, so that no wait on it is ever stamped earlier.
+      op.span.end_us = op.span.start_us;
+    } else if (op.span.kind == TraceKind::kWait) {
+      // The instant the wait was over; it began when the stream reached it.
+      op.span.waited_from_us = op.span.start_us;
+      op.span.start_us = op.span.end_us;
+    }
     trace_.add(std::move(op.span));
   }
 }

@@ -54,7 +54,7 @@ class HostStream final : public Stream {
     std::function<void()> work;
     bool always_runs = false;  // markers and waits run even after an error
     bool traced = false;
-    TraceEvent span;           // filled when traced
+    TraceEvent span;           // filled when traced: an op's span, or a record/wait marker
   };
   void enqueue(Op op);
   void enqueue_work(std::string_view name, std::function<void()> work);
