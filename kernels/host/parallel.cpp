@@ -14,11 +14,10 @@ namespace {
 
 std::atomic<int> configured_threads{1};
 
-// The calling thread is one of an op's threads, so `threads` threads need threads - 1
-// helpers. Created on first use (never for a process that keeps the default 1).
-base::ThreadPool& helpers(int at_least) {
-  static base::ThreadPool pool(at_least);
-  pool.grow(at_least);
+// Created by the first setting above 1 (never in a process that keeps the default), so
+// every parallel_for that splits finds it there.
+base::ThreadPool& helpers() {
+  static base::ThreadPool pool(1);
   return pool;
 }
 
@@ -28,7 +27,8 @@ void set_op_threads(int threads) {
   if (threads < 1) {
     throw UsageError("host op threads must be at least 1, got " + std::to_string(threads));
   }
-  if (threads > 1) helpers(threads - 1);
+  // The calling thread is one of an op's threads: `threads` threads need threads - 1 helpers.
+  if (threads > 1) helpers().grow(threads - 1);
   configured_threads.store(threads);
 }
 
@@ -41,7 +41,7 @@ void parallel_for(std::int64_t n, std::int64_t min_part,
     if (n > 0) part(0, n);  // one part: no need to touch the pool
     return;
   }
-  helpers(1).parallel_for(n, min_part, threads, part);
+  helpers().parallel_for(n, min_part, threads, part);
 }
 
 }  // namespace towers::host
