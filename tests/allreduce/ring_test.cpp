@@ -18,23 +18,10 @@ namespace towers {
 namespace {
 
 using testing::expected_mean;
+using testing::first_mismatch;
+using testing::host_runtime;
 using testing::round_robin;
 using testing::TowerBuffers;
-
-std::unique_ptr<Runtime> host_runtime(int devices) {
-  return Runtime::create({BackendChoice::kHost, devices});
-}
-
-// Every tower's buffer equals `expected` bit for bit; reports the first mismatch.
-void expect_all_equal(const std::vector<std::vector<float>>& got,
-                      const std::vector<float>& expected) {
-  for (std::size_t t = 0; t < got.size(); ++t) {
-    ASSERT_EQ(got[t].size(), expected.size());
-    for (std::size_t e = 0; e < expected.size(); ++e) {
-      ASSERT_EQ(got[t][e], expected[e]) << "tower " << t << ", element " << e;
-    }
-  }
-}
 
 TEST(RingChunk, ChunksTileTheBufferAndDifferByAtMostOne) {
   for (int n = 1; n <= 8; ++n) {
@@ -67,7 +54,7 @@ TEST_P(RingTowers, EqualsTheExactMeanForCountsThatDoNotDivide) {
     TowerBuffers towers(*rt, round_robin(n, n), count);
     towers.upload();
     ring->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
   }
 }
 
@@ -109,11 +96,11 @@ TEST_P(RingTowers, AveragingTwiceWithoutWaitingIsStillExact) {
     for (int t = 1; t < n; ++t) sum += once[e];
     twice[e] = sum * (1.0f / static_cast<float>(n));
   }
-  expect_all_equal(towers.download(), twice);
+  EXPECT_EQ(first_mismatch(towers.download(), twice), "");
   // And a new round of inputs through the same receive buffers and events.
   towers.upload(1);
   ring->average(towers.buffers(), count, towers.streams());
-  expect_all_equal(towers.download(), expected_mean(n, count, 1));
+  EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count, 1)), "");
 }
 
 TEST_P(RingTowers, TraceShowsEveryStepOnEveryTowersStream) {
@@ -156,7 +143,7 @@ TEST(Ring, TowersSharingOneDeviceAverageToo) {
     TowerBuffers towers(*rt, placement, count);
     towers.upload();
     ring->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
   }
 }
 
@@ -172,7 +159,7 @@ TEST(Ring, WaitsForWorkEnqueuedBeforeIt) {
   busy_kernel(towers.stream(2), 50);
   towers.upload();
   ring->average(towers.buffers(), count, towers.streams());
-  expect_all_equal(towers.download(), expected_mean(4, count));
+  EXPECT_EQ(first_mismatch(towers.download(), expected_mean(4, count)), "");
 }
 
 TEST(Ring, LaterWorkOnAStreamMayOverwriteItsBuffer) {
@@ -193,7 +180,7 @@ TEST(Ring, LaterWorkOnAStreamMayOverwriteItsBuffer) {
     stream.fill_zero(towers.buffers()[t], count * sizeof(float), "overwrite");
   }
   towers.synchronize();
-  expect_all_equal(results.download(), expected_mean(4, count));
+  EXPECT_EQ(first_mismatch(results.download(), expected_mean(4, count)), "");
 }
 
 TEST(Ring, RejectsCallsThatDoNotMatchItsSetup) {
