@@ -159,7 +159,7 @@ class TowerIterator {
   Device& device_;
   base::ThreadPool& pool_;
   std::size_t batches_per_epoch_ = 0;
-  std::size_t image_bytes_ = 0;  // B * 24 * 24 * 3 floats; labels follow
+  std::size_t image_bytes_ = 0;  // B * kCropValues floats; labels follow
   std::vector<Slot> slots_;
   std::unique_ptr<Stream> copy_stream_;  // after slots_: destroyed before their buffers
 
