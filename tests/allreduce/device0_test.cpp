@@ -17,6 +17,7 @@
 namespace towers {
 namespace {
 
+using testing::average_once;
 using testing::expected_mean;
 using testing::first_mismatch;
 using testing::host_runtime;
@@ -33,9 +34,7 @@ TEST_P(DeviceZeroTowers, EveryTowerHoldsTheExactMean) {
   auto device0 = make_device0_allreduce(*rt, round_robin(n, n), max_count);
   for (std::size_t count : std::set<std::size_t>{0, 1, max_count}) {
     TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();
-    device0->average(towers.buffers(), count, towers.streams());
-    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
+    EXPECT_EQ(average_once(*device0, towers), "");
   }
 }
 
@@ -71,13 +70,10 @@ TEST(DeviceZero, SumsInTowerOrderAsChapter3Does) {
 TEST(DeviceZero, TowersSharingDevicesAverageToo) {
   auto rt = host_runtime(2);
   for (const auto& placement : {std::vector<int>{0, 0, 0}, round_robin(4, 2)}) {
-    const int n = static_cast<int>(placement.size());
     const std::size_t count = 1000 + 3;
     auto device0 = make_device0_allreduce(*rt, placement, count);
     TowerBuffers towers(*rt, placement, count);
-    towers.upload();
-    device0->average(towers.buffers(), count, towers.streams());
-    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
+    EXPECT_EQ(average_once(*device0, towers), "") << "count " << count;
   }
 }
 

@@ -17,6 +17,7 @@
 namespace towers {
 namespace {
 
+using testing::average_once;
 using testing::expected_mean;
 using testing::first_mismatch;
 using testing::host_runtime;
@@ -52,9 +53,7 @@ TEST_P(RingTowers, EqualsTheExactMeanForCountsThatDoNotDivide) {
   for (std::size_t count : std::set<std::size_t>{0, 1, static_cast<std::size_t>(n - 1),
                                                  static_cast<std::size_t>(n + 1), max_count}) {
     TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();
-    ring->average(towers.buffers(), count, towers.streams());
-    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
+    EXPECT_EQ(average_once(*ring, towers), "");
   }
 }
 
@@ -137,13 +136,10 @@ TEST_P(RingTowers, TraceShowsEveryStepOnEveryTowersStream) {
 TEST(Ring, TowersSharingOneDeviceAverageToo) {
   auto rt = host_runtime(2);
   for (const auto& placement : {std::vector<int>{0, 0, 0, 0}, round_robin(6, 2)}) {
-    const int n = static_cast<int>(placement.size());
     const std::size_t count = 1000 + 3;
     auto ring = make_ring_allreduce(*rt, placement, count);
     TowerBuffers towers(*rt, placement, count);
-    towers.upload();
-    ring->average(towers.buffers(), count, towers.streams());
-    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count)), "");
+    EXPECT_EQ(average_once(*ring, towers), "");
   }
 }
 

@@ -63,6 +63,12 @@ std::unique_ptr<Runtime> host_runtime(int devices) {
   return Runtime::create({BackendChoice::kHost, devices});
 }
 
+std::string average_once(AllReduce& allreduce, TowerBuffers& towers) {
+  towers.upload();
+  allreduce.average(towers.buffers(), towers.count(), towers.streams());
+  return first_mismatch(towers.download(), expected_mean(towers.towers(), towers.count()));
+}
+
 std::vector<int> round_robin(int towers, int devices) {
   std::vector<int> device_of_tower(towers);
   for (int t = 0; t < towers; ++t) device_of_tower[t] = t % devices;

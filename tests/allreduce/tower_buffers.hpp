@@ -56,6 +56,7 @@ class TowerBuffers {
   TowerBuffers(Runtime& runtime, std::vector<int> device_of_tower, std::size_t count);
 
   int towers() const { return static_cast<int>(streams_.size()); }
+  std::size_t count() const { return count_; }
   std::span<const int> device_of_tower() const { return device_of_tower_; }
   std::span<float* const> buffers() const { return pointers_; }
   std::span<Stream* const> streams() const { return stream_pointers_; }
@@ -83,6 +84,10 @@ class TowerBuffers {
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<Stream*> stream_pointers_;
 };
+
+/// Uploads round 0's inputs, averages them once with `allreduce` and returns
+/// first_mismatch of the result against the exact mean: "" when every tower holds it.
+std::string average_once(AllReduce& allreduce, TowerBuffers& towers);
 
 /// n towers, tower t on device t % devices.
 std::vector<int> round_robin(int towers, int devices);
