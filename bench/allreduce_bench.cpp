@@ -9,7 +9,8 @@
 // Each row averages a buffer of `size` bytes per tower: warmup averages, then `iters`
 // averages enqueued back to back and timed on the host clock from the first enqueue to
 // the last stream's completion (so enqueue overhead counts, as it does in training). Then
-// fresh inputs are averaged once and checked element by element: #wrong.
+// fresh inputs are averaged once and checked element by element against the tests' exact
+// mean (tests/allreduce/tower_buffers.hpp: the same inputs and oracle): #wrong.
 //
 // Bandwidths, as nccl-tests defines them:
 //   algbw = size / time: how fast one tower's buffer gets averaged.
@@ -22,8 +23,6 @@
 // The host backend's links are memcpy and axpy on one core each, so the benchmark also
 // measures single-thread memcpy bandwidth and reports busbw(4 MB) / memcpy.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -34,6 +33,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "parallel/allreduce.hpp"
+#include "tower_buffers.hpp"
 
 namespace towers {
 namespace {
@@ -42,7 +42,6 @@ constexpr std::size_t kMinBytes = std::size_t{4} << 10;
 constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
 constexpr std::size_t kReportBytes = std::size_t{4} << 20;  // the row compared with memcpy
 constexpr int kMemcpyRepeats = 10;
-constexpr int kPattern = 17;  // inputs repeat every kPattern elements
 
 struct BenchOptions {
   int iters = 20;
@@ -50,15 +49,8 @@ struct BenchOptions {
   int towers = 0;  // 0: one tower per device
 };
 
-// Verifiable data, as nccl-tests has: tower t's element e is an integer in [-8, 8] that
-// depends on e only through e % 17, so the expected mean is 17 numbers. Sums of such
-// integers are exact, so the mean is exact up to the one rounding of the 1/n multiply.
-float input_value(int tower, std::size_t e) {
-  return static_cast<float>(static_cast<int>((7 * e + 13 * static_cast<std::size_t>(tower)) %
-                                             kPattern) - 8);
-}
-
 using base::seconds_since;
+using testing::TowerBuffers;
 
 // One host thread copying kMaxBytes, best of kMemcpyRepeats, in GB/s of bytes copied.
 double memcpy_gbs() {
@@ -66,7 +58,7 @@ double memcpy_gbs() {
   double best = 1e30;
   for (int i = 0; i < kMemcpyRepeats; ++i) {
     src[static_cast<std::size_t>(i)] = static_cast<char>(i);  // the copy cannot be skipped
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = base::Clock::now();
     std::memcpy(dst.data(), src.data(), kMaxBytes);
     best = std::min(best, seconds_since(start));
     if (dst[static_cast<std::size_t>(i)] != static_cast<char>(i)) std::abort();
@@ -74,89 +66,21 @@ double memcpy_gbs() {
   return static_cast<double>(kMaxBytes) / best / 1e9;
 }
 
-// The towers: each a stream, a device buffer of kMaxBytes and pinned staging to fill and
-// check it.
-class Towers {
- public:
-  Towers(Runtime& runtime, const std::vector<int>& device_of_tower) {
-    for (std::size_t t = 0; t < device_of_tower.size(); ++t) {
-      Device& device = runtime.device(device_of_tower[t]);
-      device_.push_back(device.allocate(kMaxBytes));
-      staging_.push_back(device.allocate_pinned(kMaxBytes));
-      buffers_.push_back(device_.back().as<float>());
-      streams_.push_back(device.create_stream());
-      streams_.back()->set_tower(static_cast<int>(t));
-      stream_pointers_.push_back(streams_.back().get());
-    }
-    for (std::size_t t = 0; t < staging_.size(); ++t) {
-      float* host = staging_[t].as<float>();
-      for (std::size_t e = 0; e < kMaxBytes / sizeof(float); ++e) {
-        host[e] = input_value(static_cast<int>(t), e);
-      }
-    }
-  }
-
-  int size() const { return static_cast<int>(streams_.size()); }
-  std::span<float* const> buffers() const { return buffers_; }
-  std::span<Stream* const> streams() const { return stream_pointers_; }
-
-  void synchronize() {
-    for (auto& stream : streams_) stream->synchronize();
-  }
-  // Enqueues copying the inputs (staging) into the first `count` floats of each buffer.
-  void upload(std::size_t count) {
-    for (int t = 0; t < size(); ++t) {
-      streams_[t]->copy(buffers_[t], staging_[t].data(), count * sizeof(float), "upload");
-    }
-  }
-  // Copies the results out (over the inputs, re-written below) and counts the elements
-  // that differ from the mean by more than `tolerance` (0: bit for bit).
-  long long count_wrong(std::size_t count, float tolerance) {
-    for (int t = 0; t < size(); ++t) {
-      streams_[t]->copy(staging_[t].data(), buffers_[t], count * sizeof(float), "download");
-    }
-    synchronize();
-    float mean[kPattern];
-    for (int k = 0; k < kPattern; ++k) {
-      float sum = 0;  // exact: at most a few hundred integers of magnitude <= 8
-      for (int t = 0; t < size(); ++t) sum += input_value(t, static_cast<std::size_t>(k));
-      mean[k] = sum / static_cast<float>(size());
-    }
-    long long wrong = 0;
-    for (int t = 0; t < size(); ++t) {
-      float* host = staging_[t].as<float>();
-      for (std::size_t e = 0; e < count; ++e) {
-        wrong += std::fabs(host[e] - mean[e % kPattern]) > tolerance;
-        host[e] = input_value(t, e);
-      }
-    }
-    return wrong;
-  }
-
- private:
-  std::vector<Buffer> device_;   // per tower: [kMaxBytes / 4] floats on its device
-  std::vector<Buffer> staging_;  // per tower: the same in pinned host memory
-  std::vector<float*> buffers_;
-  // Declared last, so destroyed first: a stream drains its work before the buffers go.
-  std::vector<std::unique_ptr<Stream>> streams_;
-  std::vector<Stream*> stream_pointers_;
-};
-
 struct RowResult {
   double busbw_gbs = 0;
   long long wrong = 0;
 };
 
-RowResult run_row(AllReduce& allreduce, Towers& towers, std::size_t bytes,
+RowResult run_row(AllReduce& allreduce, TowerBuffers& towers, std::size_t bytes,
                   const BenchOptions& options) {
   const std::size_t count = bytes / sizeof(float);
-  const int n = towers.size();
-  towers.upload(count);
+  const int n = towers.towers();
+  towers.upload(0, count);
   for (int i = 0; i < options.warmup; ++i) {
     allreduce.average(towers.buffers(), count, towers.streams());
   }
   towers.synchronize();
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = base::Clock::now();
   for (int i = 0; i < options.iters; ++i) {
     allreduce.average(towers.buffers(), count, towers.streams());
   }
@@ -166,7 +90,7 @@ RowResult run_row(AllReduce& allreduce, Towers& towers, std::size_t bytes,
   // Exact for a power-of-two tower count; otherwise 1/n itself is rounded (and NCCL
   // multiplies each input by it before summing), so allow a few ulps of 8.
   const bool power_of_two = (n & (n - 1)) == 0;
-  towers.upload(count);
+  towers.upload(0, count);
   allreduce.average(towers.buffers(), count, towers.streams());
   const long long wrong = towers.count_wrong(count, power_of_two ? 0.0f : 1e-5f);
 
@@ -179,10 +103,10 @@ RowResult run_row(AllReduce& allreduce, Towers& towers, std::size_t bytes,
 
 // Runs every size for one algorithm and prints its table and summary line; returns the
 // number of wrong elements.
-long long run_algorithm(AllReduce& allreduce, Runtime& runtime, Towers& towers,
+long long run_algorithm(AllReduce& allreduce, Runtime& runtime, TowerBuffers& towers,
                         const BenchOptions& options, double memcpy) {
   std::printf("#\n# algorithm: %s, %d towers on %d %s device(s), iters %d, warmup %d\n",
-              std::string(allreduce.name()).c_str(), towers.size(), runtime.device_count(),
+              std::string(allreduce.name()).c_str(), towers.towers(), runtime.device_count(),
               std::string(to_string(runtime.backend())).c_str(), options.iters, options.warmup);
   std::printf("# %10s  %12s  %10s  %10s  %10s  %7s\n", "size(B)", "count(elts)", "time(us)",
               "algbw(GB/s)", "busbw(GB/s)", "#wrong");
@@ -197,7 +121,7 @@ long long run_algorithm(AllReduce& allreduce, Runtime& runtime, Towers& towers,
       .add("algorithm", std::string(allreduce.name()))
       .add("backend", std::string(to_string(runtime.backend())))
       .add("devices", runtime.device_count())
-      .add("towers", towers.size())
+      .add("towers", towers.towers())
       .add("busbw_4mb_gbs", report.busbw_gbs, 2)
       .add("memcpy_gbs", memcpy, 2)
       .add("ratio", report.busbw_gbs / memcpy, 2)
@@ -218,7 +142,7 @@ int run(const RuntimeOptions& runtime_options, const BenchOptions& options) {
   const double memcpy = memcpy_gbs();
   std::printf("# single-thread memcpy of %zu MB: %.2f GB/s (best of %d)\n", kMaxBytes >> 20,
               memcpy, kMemcpyRepeats);
-  Towers towers(*runtime, device_of_tower);
+  TowerBuffers towers(*runtime, device_of_tower, kMaxBytes / sizeof(float));
   long long wrong = 0;
   if (runtime->backend() == Backend::kCuda) {
     try {

@@ -20,39 +20,25 @@
 #include <thread>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_mpi.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/runtime.hpp"
+#include "tower_buffers.hpp"
 
 namespace towers {
 namespace {
 
 constexpr std::size_t kMinBytes = std::size_t{4} << 10;
 constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
-constexpr int kPattern = 17;
+// The all-reduce tests' inputs and exact mean (tests/allreduce/tower_buffers.hpp).
+using testing::count_wrong;
 
-float input_value(int rank, std::size_t e) {
-  return static_cast<float>(static_cast<int>((7 * e + 13 * static_cast<std::size_t>(rank)) % kPattern) - 8);
-}
 void fill(float* data, std::size_t count, int rank) {
-  for (std::size_t e = 0; e < count; ++e) data[e] = input_value(rank, e);
-}
-long long count_wrong(const float* data, std::size_t count, int ranks) {
-  float mean[kPattern];
-  for (int k = 0; k < kPattern; ++k) {
-    float sum = 0;
-    for (int r = 0; r < ranks; ++r) sum += input_value(r, static_cast<std::size_t>(k));
-    mean[k] = sum * (1.0f / static_cast<float>(ranks));
-  }
-  long long wrong = 0;
-  for (std::size_t e = 0; e < count; ++e) wrong += data[e] != mean[e % kPattern];
-  return wrong;
-}
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  for (std::size_t e = 0; e < count; ++e) data[e] = testing::input_value(rank, e);
 }
 
 struct Cell {
@@ -67,9 +53,9 @@ Cell time_ranks(const MpiJob& job, std::vector<float>& data, std::size_t count, 
   fill(data.data(), count, job.rank());
   for (int i = 0; i < warmup; ++i) average(data.data(), count);
   MPI_CHECK(MPI_Barrier(job.comm()));
-  const double start = now_s();
+  const auto start = base::Clock::now();
   for (int i = 0; i < iters; ++i) average(data.data(), count);
-  double mine = (now_s() - start) / iters, slowest = 0;
+  double mine = base::seconds_since(start) / iters, slowest = 0;
   MPI_CHECK(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, job.comm()));
   fill(data.data(), count, job.rank());
   average(data.data(), count);
@@ -99,10 +85,10 @@ class InProcessRing {
     for (int t = 0; t < n; ++t) fill(pointers_[t], count, t);
     for (int i = 0; i < warmup; ++i) ring_->average(pointers_, count, stream_pointers_);
     runtime_->synchronize();
-    const double start = now_s();
+    const auto start = base::Clock::now();
     for (int i = 0; i < iters; ++i) ring_->average(pointers_, count, stream_pointers_);
     runtime_->synchronize();
-    Cell cell{(now_s() - start) / iters, 0};
+    Cell cell{base::seconds_since(start) / iters, 0};
     for (int t = 0; t < n; ++t) fill(pointers_[t], count, t);
     ring_->average(pointers_, count, stream_pointers_);
     runtime_->synchronize();

@@ -25,6 +25,7 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "data/preprocess.hpp"
 #include "harness/step_scalars.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -63,7 +64,7 @@ class Step {
     averages_ = root.allocate(kParamBytes);
     fork_ = root.create_event();
     params_ready_ = root.create_event();
-    const std::size_t images = std::size_t(towers) * options.batch_size * 24 * 24 * 3;
+    const std::size_t images = std::size_t(towers) * options.batch_size * data::kCropValues;
     images_ = root.allocate_pinned(images * sizeof(float));
     labels_ = root.allocate_pinned(std::size_t(towers) * options.batch_size * sizeof(std::int32_t));
     for (std::size_t i = 0; i < images; ++i) images_.as<float>()[i] = float(i % 251) / 251.0f - 0.5f;

@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/thread_pool.hpp"
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
@@ -55,7 +56,7 @@ data::IteratorOptions iterator_options(const BenchOptions& o, int towers) {
 // Part 1: `towers` iterators on one pool; the consumer does nothing but next()/release().
 Timing produce(Runtime& runtime, const data::Dataset& train, const BenchOptions& o, int towers,
                long long* bad) {
-  data::ThreadPool pool(o.input.input_threads);
+  base::ThreadPool pool(o.input.input_threads);
   std::vector<std::unique_ptr<Stream>> streams;  // release() records on these; nothing else
   std::vector<std::unique_ptr<data::TowerIterator>> iterators;  // after: destroyed first
   for (int t = 0; t < towers; ++t) {
@@ -155,7 +156,7 @@ int run(const RuntimeOptions& runtime_options, const BenchOptions& o) {
   const std::size_t label_bytes = std::size_t(o.batch_size) * sizeof(std::int32_t);
   std::vector<Buffer> premade;  // per step: [images | labels] on the device
   {
-    data::ThreadPool pool(o.input.input_threads);
+    base::ThreadPool pool(o.input.input_threads);
     data::TowerIterator iterator(train_set, iterator_options(o, 1), 0, device, pool);
     for (int step = 0; step < o.warmup + o.steps; ++step) {
       const data::Batch batch = iterator.next();
@@ -178,7 +179,7 @@ int run(const RuntimeOptions& runtime_options, const BenchOptions& o) {
   const bool finite = std::ranges::all_of(loss_premade, [](float l) { return std::isfinite(l); });
   row("train, premade", 1, o.batch_size, premade_t, true, finite ? "loss finite" : "NOT FINITE");
 
-  data::ThreadPool pool(o.input.input_threads);
+  base::ThreadPool pool(o.input.input_threads);
   data::TowerIterator iterator(train_set, iterator_options(o, 1), 0, device, pool);
   const Timing iterator_t = trainer.train(o, &loss_iterator, [&](int) { return iterator.next(); },
       [&](const data::Batch& batch) { iterator.release(batch, *trainer.stream); });

@@ -47,6 +47,7 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "data/preprocess.hpp"
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -89,7 +90,7 @@ class Trainer {
         network_(device, batch_size) {
     stream_->set_tower(0);
     const std::size_t param_bytes = kNumParameters * sizeof(float);
-    const std::size_t image_count = static_cast<std::size_t>(batch_size) * 24 * 24 * 3;
+    const std::size_t image_count = static_cast<std::size_t>(batch_size) * data::kCropValues;
     params_ = device.allocate(param_bytes);
     grads_ = device.allocate(param_bytes);
     images_ = device.allocate(image_count * sizeof(float));
@@ -225,8 +226,7 @@ double sgemm_gflops(int n, int threads, int reps) {
     const auto start = std::chrono::steady_clock::now();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(),
                 n, 0.0f, c.data(), n);
-    best = std::min(best,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(best, base::seconds_since(start));
   }
   openblas_set_num_threads(1);
   return 2.0 * n * n * static_cast<double>(n) / best / 1e9;

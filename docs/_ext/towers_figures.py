@@ -7,14 +7,13 @@
 """
 from pathlib import Path
 
-from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 import towers_diagrams
 import towers_events
 import towers_timeline
-from towers_generated import GeneratedDirective, read_stamp
+from towers_generated import GeneratedDirective, read_stamp, svg_figure
 
 
 class StepsDirective(GeneratedDirective):
@@ -51,16 +50,9 @@ class StepsDirective(GeneratedDirective):
                                          "zoom-through" in self.options)
         except ValueError as error:
             raise self.error(str(error))
-        figure = nodes.figure(classes=["towers-figure"])
         # The traces' SHA-256: tests/docs/check_fresh.cmake finds this build's runs here.
         svg = svg.replace("<svg ", f'<svg data-traces="{" ".join(traces)}" ', 1)
-        figure += nodes.raw("", svg, format="html")
-        if self.content:
-            caption = nodes.caption()
-            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
-            caption += parsed
-            figure += caption
-        result = [figure]
+        result = [svg_figure(self, svg)]
         for name in names:
             self.arguments = [name]
             result.append(self.provenance())
@@ -86,14 +78,7 @@ class RingDirective(SphinxDirective):
             raise self.error(f"{path} does not exist: build the docs target, which runs "
                              "docs_ring_schedule (docs/CMakeLists.txt)")
         self.env.note_dependency(str(path))
-        figure = nodes.figure(classes=["towers-figure"])
-        figure += nodes.raw("", towers_diagrams.ring_figure(path.read_text()), format="html")
-        if self.content:
-            caption = nodes.caption()
-            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
-            caption += parsed
-            figure += caption
-        return [figure]
+        return [svg_figure(self, towers_diagrams.ring_figure(path.read_text()))]
 
 
 class EventsDirective(GeneratedDirective):

@@ -46,6 +46,18 @@ def read_stamp(path):
     return stamp
 
 
+def svg_figure(directive, svg):
+    """A figure of the inline `svg`, captioned by the directive's content if it has any."""
+    figure = nodes.figure(classes=["towers-figure"])
+    figure += nodes.raw("", svg, format="html")
+    if directive.content:
+        caption = nodes.caption()
+        parsed, _ = directive.state.inline_text(" ".join(directive.content), directive.lineno)
+        caption += parsed
+        figure += caption
+    return figure
+
+
 class GeneratedDirective(SphinxDirective):
     """Common part: find NAME's files and note them as dependencies of the page."""
 
@@ -213,14 +225,7 @@ class TimelineDirective(GeneratedDirective):
                       f'aria-label="{self.options.get("alt", "timeline")}" '
                       f'data-traces="{stamp.get("json_sha256", "?")}" ')
         svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg).replace("<svg ", "<svg " + attributes, 1)
-        figure = nodes.figure(classes=["towers-figure"])
-        figure += nodes.raw("", svg, format="html")
-        if self.content:
-            caption = nodes.caption()
-            parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)
-            caption += parsed
-            figure += caption
-        return [figure, self.provenance()]
+        return [svg_figure(self, svg), self.provenance()]
 
 
 def setup(app):

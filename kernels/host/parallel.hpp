@@ -16,7 +16,8 @@
 // backend N simulated devices are already N worker threads, so the multi-device chapters
 // keep 1 and use their cores through devices. Chapter 1 (one device) and bench_train
 // raise it to the cores they want. Parts never split again: a parallel_for called from
-// inside a part runs on the calling thread.
+// inside a part runs on the calling thread. The helper threads are the project's one
+// pool (base/thread_pool.hpp); this file only holds the setting.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ namespace towers::host {
 
 /// Sets how many threads one host op may use, for the whole process (default 1). Starts
 /// the helper threads it needs; they wait, asleep, until an op hands them work.
-/// Throws std::invalid_argument when `threads` < 1.
+/// Throws UsageError when `threads` < 1.
 void set_op_threads(int threads);
 
 /// The current setting of set_op_threads().

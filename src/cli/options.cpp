@@ -103,8 +103,7 @@ void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& e
   }
 }
 
-int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
-  const std::string hint = "Run " + std::string(argv[0]) + " --help to see every flag.";
+std::optional<int> parse_flags(CLI::App& app, int argc, char** argv, bool report_errors) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -112,8 +111,17 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
     return 0;
   } catch (const CLI::ParseError& e) {
     // CLI11 wraps exceptions thrown by our option callbacks; its message carries ours.
-    std::fprintf(stderr, "error: %s\n%s\n", e.what(), hint.c_str());
+    if (report_errors) {
+      std::fprintf(stderr, "error: %s\nRun %s --help to see every flag.\n", e.what(), argv[0]);
+    }
     return 2;
+  }
+  return std::nullopt;
+}
+
+int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  try {
+    if (const std::optional<int> status = parse_flags(app, argc, argv)) return *status;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <vector>
@@ -56,6 +57,11 @@ void add_trace_flags(CLI::App& app, TraceFiles& files);
 /// UsageError naming the file when a write, flush or close fails (a full disk).
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,
                        const std::string& title);
+
+/// Parses the command line into `app`. Returns nothing when the program should go on, or
+/// the status to exit with: 0 after printing `--help`, 2 after a flag error, which is
+/// printed ("error: ..." and how to see every flag) when `report_errors`.
+std::optional<int> parse_flags(CLI::App& app, int argc, char** argv, bool report_errors = true);
 
 /// Parses the command line and runs `body`, returning the process exit status:
 /// `--help` prints every flag with its default and returns 0; a flag error or a

@@ -15,7 +15,7 @@
 namespace towers::data {
 
 TowerIterator::TowerIterator(const Dataset& data, const IteratorOptions& options, int tower,
-                             Device& device, ThreadPool& pool)
+                             Device& device, base::ThreadPool& pool)
     : data_(data), options_(options), tower_(tower), device_(device), pool_(pool) {
   check_sharding(data.size(), options.num_towers, options.batch_size);
   if (tower < 0 || tower >= options.num_towers) {
@@ -135,7 +135,7 @@ void TowerIterator::fill(Slot& slot, std::uint64_t epoch) {
   Trace* trace = options_.trace;
   // Images [begin, end) of the batch per task. fill_batch seeds each example from
   // (seed, epoch, index), so the split changes nothing in the result.
-  pool_.parallel_for(chunks, [&](std::size_t chunk) {
+  pool_.run(chunks, [&](std::size_t chunk) {
     const std::size_t begin = chunk * batch / chunks, end = (chunk + 1) * batch / chunks;
     const bool traced = trace != nullptr && trace->enabled();
     const double start_us = traced ? trace->now_us() : 0;

@@ -56,10 +56,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_pool.hpp"
 #include "data/cifar10.hpp"
 #include "data/input_position.hpp"
 #include "data/preprocess.hpp"
-#include "data/thread_pool.hpp"
 #include "runtime/device.hpp"
 
 namespace towers {
@@ -109,10 +109,10 @@ class TowerIterator {
   /// check_sharding; prefetch_depth < 1; steps < 0) and std::out_of_range for a tower
   /// outside 0 .. num_towers - 1.
   TowerIterator(const Dataset& data, const IteratorOptions& options, int tower, Device& device,
-                ThreadPool& pool);
+                base::ThreadPool& pool);
   /// The iterator keeps a reference to the dataset, so a temporary one is refused.
   TowerIterator(Dataset&& data, const IteratorOptions& options, int tower, Device& device,
-                ThreadPool& pool) = delete;
+                base::ThreadPool& pool) = delete;
   /// Stops the producer and waits for the work that uses the buffers (see above).
   ~TowerIterator();
   TowerIterator(const TowerIterator&) = delete;
@@ -164,9 +164,9 @@ class TowerIterator {
   const IteratorOptions options_;
   const int tower_;
   Device& device_;
-  ThreadPool& pool_;
+  base::ThreadPool& pool_;
   std::size_t batches_per_epoch_ = 0;
-  std::size_t image_bytes_ = 0;  // B * 24 * 24 * 3 floats; labels follow
+  std::size_t image_bytes_ = 0;  // B * kCropValues floats; labels follow
   std::vector<Slot> slots_;
   std::unique_ptr<Stream> copy_stream_;  // after slots_: destroyed before their buffers
 

@@ -43,9 +43,9 @@ Network::Impl::Impl(Device& device, int batch) : batch_size(batch) {
   pool2_argmax = allocate<int>(device, b * 6 * 6 * 64);
   local3 = floats(b * 384);
   local4 = floats(b * 192);
-  logits = floats(b * kClasses);
+  logits = floats(b * data::kNumClasses);
   example_loss = floats(b);
-  dlogits = floats(b * kClasses);
+  dlogits = floats(b * data::kNumClasses);
   losses = floats(kLossCount);
   scratch = floats(1);
   correct = floats(b);
@@ -109,7 +109,7 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
                 local4.as<float>());
   s.set_scope("softmax_linear");
   dense_forward(s, local4.as<float>(), 192, p("softmax_linear/weights"),
-                p("softmax_linear/biases"), kClasses, false, logits.as<float>());
+                p("softmax_linear/biases"), data::kNumClasses, false, logits.as<float>());
   s.set_scope("");
 }
 
@@ -118,7 +118,7 @@ void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
   float* l = losses.as<float>();
   // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
   // also leaves dlogits, the gradient of that mean, for the backward pass.
-  ops::softmax_cross_entropy(s, batch_size, kClasses, logits.as<float>(), labels,
+  ops::softmax_cross_entropy(s, batch_size, data::kNumClasses, logits.as<float>(), labels,
                              example_loss.as<float>(), dlogits.as<float>());
   ops::dot(s, batch_size, example_loss.as<float>(), ones.as<float>(), l + kCrossEntropy);
   ops::scal(s, 1, 1.0f / static_cast<float>(batch_size), l + kCrossEntropy);
@@ -175,8 +175,8 @@ void Network::forward_backward(Stream& stream, const float* params, const float*
 void Network::predict(Stream& stream, const float* params, const float* images,
                       const int* labels) {
   impl_->inference(stream, params, images);
-  ops::top1_correct(stream, impl_->batch_size, kClasses, impl_->logits.as<float>(), labels,
-                    impl_->correct.as<float>());
+  ops::top1_correct(stream, impl_->batch_size, data::kNumClasses, impl_->logits.as<float>(),
+                    labels, impl_->correct.as<float>());
   ops::dot(stream, impl_->batch_size, impl_->correct.as<float>(), impl_->ones.as<float>(),
            impl_->correct_count.as<float>());
 }

@@ -54,7 +54,7 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   // Ops are traced under the layer whose gradient they compute ("conv2 grad gemm").
   // softmax_linear: logits = local4 w + b, no ReLU.
   s.set_scope("softmax_linear grad");
-  linear_backward(s, b, 192, kClasses, local4.as<float>(), p("softmax_linear/weights"),
+  linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(), p("softmax_linear/weights"),
                   dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
   layer_enqueued();  // softmax_linear

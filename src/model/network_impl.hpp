@@ -9,6 +9,7 @@
 #pragma once
 
 
+#include "data/cifar10.hpp"
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/ops_fast_host.hpp"
@@ -18,10 +19,9 @@ namespace towers::model {
 
 using math::Nhwc;
 
-/// Convolution kernels are 5 x 5; the model has 10 classes; local3 reads 6 * 6 * 64 values.
+/// Convolution kernels are 5 x 5; local3 reads 6 * 6 * 64 values; the logits per image are
+/// the data's classes (data::kNumClasses).
 inline constexpr int kKernel = 5;
-/// Number of classes (logits per image).
-inline constexpr int kClasses = 10;
 /// pool2 flattened: 6 * 6 * 64 values per image, in (h, w, c) order.
 inline constexpr int kFlat = 6 * 6 * 64;
 /// norm1 and norm2: tf.nn.lrn(depth_radius=4, bias=1.0, alpha=0.001/9.0, beta=0.75).

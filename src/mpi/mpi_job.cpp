@@ -3,7 +3,9 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 
+#include "cli/options.hpp"
 #include "mpi/mpi_check.hpp"
 #include "runtime/backend.hpp"
 
@@ -46,17 +48,9 @@ int run_rank_program(CLI::App& app, int argc, char** argv,
     if (job.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) {
       job.abort("cannot silence stdout on /dev/null");
     }
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::CallForHelp&) {
-      std::printf("%s", app.help().c_str());
-      return 0;
-    } catch (const CLI::ParseError& e) {
-      // Every rank parsed the same flags and failed the same way: rank 0 says so.
-      if (job.rank() == 0) {
-        std::fprintf(stderr, "error: %s\nRun %s --help to see every flag.\n", e.what(), argv[0]);
-      }
-      return 2;
+    // Every rank parses the same flags and fails the same way: rank 0 says so.
+    if (const std::optional<int> status = parse_flags(app, argc, argv, job.rank() == 0)) {
+      return *status;
     }
     try {
       code = body(job);

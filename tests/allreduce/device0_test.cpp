@@ -17,23 +17,12 @@
 namespace towers {
 namespace {
 
+using testing::average_once;
 using testing::expected_mean;
+using testing::first_mismatch;
+using testing::host_runtime;
 using testing::round_robin;
 using testing::TowerBuffers;
-
-std::unique_ptr<Runtime> host_runtime(int devices) {
-  return Runtime::create({BackendChoice::kHost, devices});
-}
-
-void expect_all_equal(const std::vector<std::vector<float>>& got,
-                      const std::vector<float>& expected) {
-  for (std::size_t t = 0; t < got.size(); ++t) {
-    ASSERT_EQ(got[t].size(), expected.size());
-    for (std::size_t e = 0; e < expected.size(); ++e) {
-      ASSERT_EQ(got[t][e], expected[e]) << "tower " << t << ", element " << e;
-    }
-  }
-}
 
 class DeviceZeroTowers : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Towers1To5, DeviceZeroTowers, ::testing::Range(1, 6));
@@ -45,9 +34,7 @@ TEST_P(DeviceZeroTowers, EveryTowerHoldsTheExactMean) {
   auto device0 = make_device0_allreduce(*rt, round_robin(n, n), max_count);
   for (std::size_t count : std::set<std::size_t>{0, 1, max_count}) {
     TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();
-    device0->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(average_once(*device0, towers), "");
   }
 }
 
@@ -60,7 +47,7 @@ TEST_P(DeviceZeroTowers, AveragesAgainThroughTheSameBuffersAndEvents) {
   for (int round : {0, 1}) {
     towers.upload(round);
     device0->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count, round));
+    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count, round)), "");
   }
 }
 
@@ -77,19 +64,16 @@ TEST(DeviceZero, SumsInTowerOrderAsChapter3Does) {
   }
   device0->average(towers.buffers(), 1, towers.streams());
   const float in_order = ((values[0] + values[1]) + values[2]) * (1.0f / 3.0f);
-  expect_all_equal(towers.download(), {in_order});
+  EXPECT_EQ(first_mismatch(towers.download(), {in_order}), "");
 }
 
 TEST(DeviceZero, TowersSharingDevicesAverageToo) {
   auto rt = host_runtime(2);
   for (const auto& placement : {std::vector<int>{0, 0, 0}, round_robin(4, 2)}) {
-    const int n = static_cast<int>(placement.size());
     const std::size_t count = 1000 + 3;
     auto device0 = make_device0_allreduce(*rt, placement, count);
     TowerBuffers towers(*rt, placement, count);
-    towers.upload();
-    device0->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(average_once(*device0, towers), "") << "count " << count;
   }
 }
 
@@ -113,7 +97,7 @@ TEST(DeviceZero, WaitsForEarlierWorkAndIsWaitedForByLaterWork) {
     towers.stream(t).fill_zero(towers.buffers()[t], count * sizeof(float), "overwrite");
   }
   towers.synchronize();
-  expect_all_equal(results.download(), expected_mean(3, count));
+  EXPECT_EQ(first_mismatch(results.download(), expected_mean(3, count)), "");
 }
 
 TEST(DeviceZero, TraceShowsItsOpsAsTheAllReduce) {

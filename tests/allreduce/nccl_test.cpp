@@ -15,6 +15,7 @@ namespace towers {
 namespace {
 
 using testing::expected_mean;
+using testing::first_mismatch;
 using testing::round_robin;
 using testing::TowerBuffers;
 
@@ -35,15 +36,6 @@ int power_of_two_gpus() {
   return n;
 }
 
-void expect_all_equal(const std::vector<std::vector<float>>& got,
-                      const std::vector<float>& expected, const std::string& what) {
-  for (std::size_t t = 0; t < got.size(); ++t) {
-    for (std::size_t e = 0; e < expected.size(); ++e) {
-      ASSERT_EQ(got[t][e], expected[e]) << what << ": tower " << t << ", element " << e;
-    }
-  }
-}
-
 TEST(CudaRing, EqualsTheExactMeanWithTowersSharingGpus) {
   TOWERS_NEED_GPU();
   auto rt = cuda_runtime();
@@ -57,7 +49,7 @@ TEST(CudaRing, EqualsTheExactMeanWithTowersSharingGpus) {
     ring->average(towers.buffers(), count, towers.streams());  // reuse, back to back
     towers.upload(1);
     ring->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count, 1), "ring n=" + std::to_string(n));
+    EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count, 1)), "") << "ring n=" << n;
   }
 }
 
@@ -79,13 +71,13 @@ TEST(CudaNccl, EqualsTheRingAndTheExactMean) {
     for (const TraceEvent& e : rt->trace().collect()) spans += e.name == "nccl allreduce";
     rt->trace().clear();
     EXPECT_EQ(spans, n) << "one traced nccl allreduce per tower";
-    expect_all_equal(got, expected_mean(n, count), "nccl n=" + std::to_string(n));
+    EXPECT_EQ(first_mismatch(got, expected_mean(n, count)), "") << "nccl n=" << n;
 
     auto ring = make_ring_allreduce(*rt, placement, count);
     TowerBuffers by_ring(*rt, placement, count);
     by_ring.upload();
     ring->average(by_ring.buffers(), count, by_ring.streams());
-    expect_all_equal(by_ring.download(), got[0], "ring vs nccl n=" + std::to_string(n));
+    EXPECT_EQ(first_mismatch(by_ring.download(), got[0]), "") << "ring vs nccl n=" << n;
   }
 }
 

@@ -17,24 +17,12 @@
 namespace towers {
 namespace {
 
+using testing::average_once;
 using testing::expected_mean;
+using testing::first_mismatch;
+using testing::host_runtime;
 using testing::round_robin;
 using testing::TowerBuffers;
-
-std::unique_ptr<Runtime> host_runtime(int devices) {
-  return Runtime::create({BackendChoice::kHost, devices});
-}
-
-// Every tower's buffer equals `expected` bit for bit; reports the first mismatch.
-void expect_all_equal(const std::vector<std::vector<float>>& got,
-                      const std::vector<float>& expected) {
-  for (std::size_t t = 0; t < got.size(); ++t) {
-    ASSERT_EQ(got[t].size(), expected.size());
-    for (std::size_t e = 0; e < expected.size(); ++e) {
-      ASSERT_EQ(got[t][e], expected[e]) << "tower " << t << ", element " << e;
-    }
-  }
-}
 
 TEST(RingChunk, ChunksTileTheBufferAndDifferByAtMostOne) {
   for (int n = 1; n <= 8; ++n) {
@@ -65,9 +53,7 @@ TEST_P(RingTowers, EqualsTheExactMeanForCountsThatDoNotDivide) {
   for (std::size_t count : std::set<std::size_t>{0, 1, static_cast<std::size_t>(n - 1),
                                                  static_cast<std::size_t>(n + 1), max_count}) {
     TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();
-    ring->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(average_once(*ring, towers), "");
   }
 }
 
@@ -109,11 +95,11 @@ TEST_P(RingTowers, AveragingTwiceWithoutWaitingIsStillExact) {
     for (int t = 1; t < n; ++t) sum += once[e];
     twice[e] = sum * (1.0f / static_cast<float>(n));
   }
-  expect_all_equal(towers.download(), twice);
+  EXPECT_EQ(first_mismatch(towers.download(), twice), "");
   // And a new round of inputs through the same receive buffers and events.
   towers.upload(1);
   ring->average(towers.buffers(), count, towers.streams());
-  expect_all_equal(towers.download(), expected_mean(n, count, 1));
+  EXPECT_EQ(first_mismatch(towers.download(), expected_mean(n, count, 1)), "");
 }
 
 TEST_P(RingTowers, TraceShowsEveryStepOnEveryTowersStream) {
@@ -150,13 +136,10 @@ TEST_P(RingTowers, TraceShowsEveryStepOnEveryTowersStream) {
 TEST(Ring, TowersSharingOneDeviceAverageToo) {
   auto rt = host_runtime(2);
   for (const auto& placement : {std::vector<int>{0, 0, 0, 0}, round_robin(6, 2)}) {
-    const int n = static_cast<int>(placement.size());
     const std::size_t count = 1000 + 3;
     auto ring = make_ring_allreduce(*rt, placement, count);
     TowerBuffers towers(*rt, placement, count);
-    towers.upload();
-    ring->average(towers.buffers(), count, towers.streams());
-    expect_all_equal(towers.download(), expected_mean(n, count));
+    EXPECT_EQ(average_once(*ring, towers), "");
   }
 }
 
@@ -172,7 +155,7 @@ TEST(Ring, WaitsForWorkEnqueuedBeforeIt) {
   busy_kernel(towers.stream(2), 50);
   towers.upload();
   ring->average(towers.buffers(), count, towers.streams());
-  expect_all_equal(towers.download(), expected_mean(4, count));
+  EXPECT_EQ(first_mismatch(towers.download(), expected_mean(4, count)), "");
 }
 
 TEST(Ring, LaterWorkOnAStreamMayOverwriteItsBuffer) {
@@ -193,7 +176,7 @@ TEST(Ring, LaterWorkOnAStreamMayOverwriteItsBuffer) {
     stream.fill_zero(towers.buffers()[t], count * sizeof(float), "overwrite");
   }
   towers.synchronize();
-  expect_all_equal(results.download(), expected_mean(4, count));
+  EXPECT_EQ(first_mismatch(results.download(), expected_mean(4, count)), "");
 }
 
 TEST(Ring, RejectsCallsThatDoNotMatchItsSetup) {

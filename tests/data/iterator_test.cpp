@@ -69,7 +69,7 @@ struct Towers {
   Taken take(int tower) { return data::take(*iterators[tower], *streams[tower]); }
 
   std::unique_ptr<Runtime> runtime;
-  ThreadPool pool;
+  base::ThreadPool pool;
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<std::unique_ptr<TowerIterator>> iterators;  // last: destroyed first
 };
@@ -90,7 +90,7 @@ TEST(TowerIterator, FeedsATrainingLoopWhereEachTowerWaitsForItsOwnBatch) {
     }, nullptr);
   };
   // docs-begin: tower-iterator-feed
-  ThreadPool pool(4);  // num_preprocess_threads, shared by the towers' producers
+  base::ThreadPool pool(4);  // num_preprocess_threads, shared by the towers' producers
   const IteratorOptions options{.num_towers = num_gpus, .batch_size = 8, .steps = max_steps};
   std::vector<std::unique_ptr<TowerIterator>> inputs;
   for (int i = 0; i < num_gpus; ++i) {
@@ -256,7 +256,7 @@ TEST(TowerIterator, DestroyingMidEpochStopsTheWorkers) {
 
 TEST(TowerIterator, DestructionWaitsForTheComputeThatReadTheBatch) {
   auto runtime = Runtime::create({BackendChoice::kHost, 1});
-  ThreadPool pool(1);
+  base::ThreadPool pool(1);
   auto stream = runtime->device(0).create_stream();
   std::atomic<bool> step_done{false};
   const Dataset data = random_dataset(20);
@@ -314,7 +314,7 @@ TEST(TowerIterator, EndsAfterItsStepsAndRefusesToHoldEverySlot) {
 
 TEST(TowerIterator, BadOptionsAreUsageErrors) {
   auto runtime = Runtime::create({BackendChoice::kHost, 1});
-  ThreadPool pool(1);
+  base::ThreadPool pool(1);
   Device& device = runtime->device(0);
   const Dataset data = random_dataset(10);
   auto make = [&](const IteratorOptions& options, int tower = 0) {
@@ -333,7 +333,7 @@ TEST(TowerIterator, BadOptionsAreUsageErrors) {
 TEST(TowerIterator, CopiesAndDistortionsShowInTheTraceUnderTheirTower) {
   auto runtime = Runtime::create({BackendChoice::kHost, 1});
   runtime->trace().set_enabled(true);
-  ThreadPool pool(2);
+  base::ThreadPool pool(2);
   auto stream = runtime->device(0).create_stream();
   const Dataset data = random_dataset(30);
   {

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include "../ops/op_threads.hpp"
+#include "../runtime/backends.hpp"
 #include "device_io.hpp"
 #include "kernels/math/conv.hpp"
 #include "model/ops.hpp"
@@ -23,14 +23,8 @@ namespace towers::ops {
 namespace {
 
 using model::testing::DeviceIo;
-
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using model::testing::EachBackend;
+using model::testing::random_values;
 
 // Largest |a - e| over max |e|; every element must be within `rel` of that scale.
 void expect_close(const char* what, const std::vector<float>& actual,
@@ -51,13 +45,8 @@ struct Layer {
   int out_channels;
 };
 
-class FusedConv : public ::testing::TestWithParam<Backend> {
+class FusedConv : public EachBackend {
  protected:
-  void SetUp() override {
-    if (GetParam() == Backend::kCuda && cuda_device_count() == 0) {
-      GTEST_SKIP() << "needs a CUDA device, found 0";
-    }
-  }
   // conv1 (3 images per tile: a batch of 5 ends in a tile of 2) and conv2 (1 per tile).
   const std::vector<Layer> layers_ = {{{5, 24, 24, 3}, 64}, {{3, 12, 12, 64}, 64}};
   static constexpr int kK = 5;
@@ -118,10 +107,7 @@ TEST_P(FusedConv, InputGradEqualsGemmCol2im) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, FusedConv, ::testing::Values(Backend::kHost, Backend::kCuda),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(to_string(info.param));
-                         });
+TOWERS_INSTANTIATE_BOTH_BACKENDS(FusedConv);
 
 }  // namespace
 }  // namespace towers::ops

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Test helpers for the model: a device, a stream, and copies to and from device memory
-// through pinned buffers, so the same test runs on the host and cuda backends.
+// through pinned buffers, so the same test runs on the host and cuda backends; a fixture
+// for those tests and the random inputs they share.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "runtime/runtime.hpp"
@@ -67,5 +71,25 @@ class DeviceIo {
   std::unique_ptr<Stream> stream_;
   std::vector<Buffer> buffers_;
 };
+
+/// Fixture for TEST_P over both backends (TOWERS_INSTANTIATE_BOTH_BACKENDS, from
+/// tests/runtime/backends.hpp): skips the cuda one, visibly, where there is no GPU.
+class EachBackend : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Backend::kCuda && cuda_device_count() == 0) {
+      GTEST_SKIP() << "needs a CUDA device, found 0";
+    }
+  }
+};
+
+/// `n` values drawn uniformly from [-1, 1), the same for the same `seed`.
+inline std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
 
 }  // namespace towers::model::testing

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../runtime/backends.hpp"
 #include "device_io.hpp"
 #include "golden.hpp"
 #include "model/network.hpp"
@@ -47,12 +48,9 @@ void expect_close(const std::string& what, const std::vector<float>& actual,
   EXPECT_EQ(wrong, 0) << what;
 }
 
-class GoldenBatch : public ::testing::TestWithParam<Backend> {};
+class GoldenBatch : public model::testing::EachBackend {};
 
 TEST_P(GoldenBatch, ForwardBackwardMatchesTheTensorFlowModel) {
-  if (GetParam() == Backend::kCuda && cuda_device_count() == 0) {
-    GTEST_SKIP() << "needs a CUDA device, found 0";
-  }
   const Golden golden;
   DeviceIo io(GetParam());
 
@@ -95,10 +93,7 @@ TEST_P(GoldenBatch, ForwardBackwardMatchesTheTensorFlowModel) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, GoldenBatch, ::testing::Values(Backend::kHost, Backend::kCuda),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(to_string(info.param));
-                         });
+TOWERS_INSTANTIATE_BOTH_BACKENDS(GoldenBatch);
 
 }  // namespace
 }  // namespace towers::model

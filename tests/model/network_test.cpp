@@ -37,7 +37,7 @@ Batch synthetic_batch(DeviceIo& io, int batch, std::uint64_t seed) {
   const data::Dataset set = data::generate_synthetic(seed, data::Split::kTrain, 0, batch);
   std::vector<std::size_t> indices(batch);
   std::iota(indices.begin(), indices.end(), 0);
-  std::vector<float> images(static_cast<std::size_t>(batch) * 24 * 24 * 3);
+  std::vector<float> images(static_cast<std::size_t>(batch) * data::kCropValues);
   std::vector<std::int32_t> labels(batch);
   data::fill_batch(set, indices, data::Mode::kTrain, seed, 0, images.data(), labels.data());
   return {io.upload(images), io.upload(labels), labels};

@@ -4,10 +4,10 @@
 // and on the host with the batch split over three threads.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 #include <vector>
 
+#include "../runtime/backends.hpp"
 #include "device_io.hpp"
 #include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
@@ -19,27 +19,16 @@ namespace towers::ops {
 namespace {
 
 using model::testing::DeviceIo;
-
-std::vector<float> random_values(std::size_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+using model::testing::EachBackend;
+using model::testing::random_values;
 
 struct Case {
   Nhwc shape;
   int k;
 };
 
-class FastHostOps : public ::testing::TestWithParam<Backend> {
+class FastHostOps : public EachBackend {
  protected:
-  void SetUp() override {
-    if (GetParam() == Backend::kCuda && cuda_device_count() == 0) {
-      GTEST_SKIP() << "needs a CUDA device, found 0";
-    }
-  }
   const std::vector<Case> cases_ = {
       {{2, 24, 24, 3}, 5}, {{2, 12, 12, 64}, 5}, {{3, 7, 5, 3}, 3}, {{1, 4, 9, 2}, 5}};
 };
@@ -128,10 +117,7 @@ TEST(FastHostOpsThreads, SplittingTheBatchGivesTheTwinsBits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, FastHostOps, ::testing::Values(Backend::kHost, Backend::kCuda),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(to_string(info.param));
-                         });
+TOWERS_INSTANTIATE_BOTH_BACKENDS(FastHostOps);
 
 }  // namespace
 }  // namespace towers::ops

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <cstring>
 
+#include "base/timing.hpp"
 #include "runtime/link_model.hpp"
 #include "runtime/runtime.hpp"
 #include "trace/trace.hpp"
@@ -16,9 +17,7 @@
 namespace towers {
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+using base::seconds_since;
 
 std::unique_ptr<Runtime> host_runtime(LinkModel link) {
   RuntimeOptions options;
