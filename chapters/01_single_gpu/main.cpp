@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/graceful_stop.hpp"
+#include "data/preprocess.hpp"
 #include "harness/checkpoint_dir.hpp"
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Buffer params = device.allocate(param_bytes), grads = device.allocate(param_bytes);
     Buffer averages = device.allocate(param_bytes);
-    Buffer images = device.allocate(sizeof(float) * batch_size * 24 * 24 * 3);
+    Buffer images = device.allocate(sizeof(float) * batch_size * data::kCropValues);
     Buffer labels = device.allocate(sizeof(int) * batch_size);
     Buffer host_images = device.allocate_pinned(images.bytes());
     Buffer host_labels = device.allocate_pinned(labels.bytes());

@@ -13,7 +13,7 @@ Precision evaluate(Device& device, Stream& stream, model::Network& network, cons
                    const data::Dataset& test) {
   const int batch = network.batch_size();
   const long long num_iter = (static_cast<long long>(test.size()) + batch - 1) / batch;
-  const std::size_t image_floats = static_cast<std::size_t>(batch) * 24 * 24 * 3;
+  const std::size_t image_floats = static_cast<std::size_t>(batch) * data::kCropValues;
   // Two pinned host batches: the host preprocesses batch k+1 while the device runs k.
   Buffer host_images[2] = {device.allocate_pinned(image_floats * sizeof(float)),
                            device.allocate_pinned(image_floats * sizeof(float))};

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "data/iterator.hpp"
-#include "data/thread_pool.hpp"
+#include "base/thread_pool.hpp"
 #include "parallel/tower.hpp"
 
 namespace towers {
@@ -53,7 +53,7 @@ class TowerInputs {
   double input_wait_ms() const;
 
  private:
-  data::ThreadPool pool_;
+  base::ThreadPool pool_;
   std::vector<std::unique_ptr<data::TowerIterator>> iterators_;  // after pool_: stopped first
 };
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/output_paths.hpp"
+#include "data/preprocess.hpp"
 #include "harness/divergence.hpp"
 #include "model/checkpoint.hpp"
 #include "model/ops.hpp"
@@ -38,7 +39,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   Device& host_side = runtime_->device(0);
   if (input == TowerInput::kGlobalBatch) {
     queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
-    images_ = host_side.allocate_pinned(sizeof(float) * global_batch * 24 * 24 * 3);
+    images_ = host_side.allocate_pinned(sizeof(float) * global_batch * data::kCropValues);
     labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
   }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);

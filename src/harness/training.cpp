@@ -144,10 +144,6 @@ bool write_output(const std::function<void()>& write) {
   }
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
                       const StepTraces& traces, const StepLog& log, float final_loss) {
   Summary summary;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "parallel/tower.hpp"
@@ -117,8 +118,8 @@ class StepTraces {
 /// summary are still written and the program can still exit non-zero.
 bool write_output(const std::function<void()>& write);
 
-/// Wall-clock seconds since `start`.
-double seconds_since(std::chrono::steady_clock::time_point start);
+/// Wall-clock seconds since `start` (one definition for the project, in src/base).
+using base::seconds_since;
 
 /// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps
 /// (the steps run: fewer than --steps after a graceful stop),

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "data/preprocess.hpp"
 #include "model/parameters.hpp"
 
 namespace towers {
@@ -49,7 +50,7 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
       tower->stream = tower->device->create_stream();
       tower->stream->set_tower(tower->index);
       tower->network = std::make_unique<model::Network>(*tower->device, layout.batch_size);
-      tower->images = tower->device->allocate(sizeof(float) * layout.batch_size * 24 * 24 * 3);
+      tower->images = tower->device->allocate(sizeof(float) * layout.batch_size * data::kCropValues);
       tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size);
       tower->grads = tower->device->allocate(param_bytes);
       tower->losses = tower->device->allocate_pinned(sizeof(float) * model::kLossCount);

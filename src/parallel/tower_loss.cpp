@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/tower_loss.hpp"
 
+#include "data/preprocess.hpp"
 #include "model/parameters.hpp"
 
 namespace towers {
@@ -13,7 +14,7 @@ void tower_loss(Tower& tower, const float* params, const float* global_images,
                 const std::int32_t* global_labels) {
   Stream& stream = *tower.stream;
   const std::size_t batch = tower.batch_size();
-  const std::size_t image_floats = batch * 24 * 24 * 3;
+  const std::size_t image_floats = batch * data::kCropValues;
   // This tower's slice of the global batch: "dequeues one batch for the GPU".
   stream.copy(tower.images.data(), global_images + tower.index * image_floats,
               image_floats * sizeof(float), "copy images");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/temp_dir.hpp"
+#include "data/cifar10.hpp"
 #include "data/preprocess.hpp"
 #include "data/synthetic.hpp"
 #include "program.hpp"
@@ -74,7 +75,7 @@ TEST(SingleGpu, HostThreadsChangeTheSpeedNotTheTraining) {
 // A softmax regression on raw pixels (central crops, standardized), trained with plain
 // SGD: it must stay well below the CNN, so the synthetic set needs the CNN's structure.
 TEST(SyntheticSet, LinearClassifierOnRawPixelsStaysBelowSixtyPercent) {
-  constexpr int kClasses = 10, kFeatures = 24 * 24 * 3, kTrain = 10000, kTest = 2000;
+  constexpr int kClasses = data::kNumClasses, kFeatures = data::kCropValues, kTrain = 10000, kTest = 2000;
   data::Dataset train = data::generate_synthetic(data::kDefaultSyntheticSeed, data::Split::kTrain, 0, kTrain);
   data::Dataset test = data::generate_synthetic(data::kDefaultSyntheticSeed, data::Split::kTest, 0, kTest);
   auto features = [](const data::Dataset& d) {
