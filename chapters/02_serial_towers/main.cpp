@@ -52,18 +52,18 @@ int main(int argc, char** argv) {
 
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
-      training.begin_step(global_step);
+      StepScope step = training.step(global_step);
       // docs-begin: serial-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
-        training.probe(tower);
+        step.probe(tower);
         tower_loss(tower, training.images(), training.labels());
         tower.stream->copy(tower_grads[i].data(), tower.grads.data(), n * sizeof(float),
                            "copy grads to host");
         tower.stream->synchronize();  // waits for tower i before tower i+1 starts: serial
       }
       // docs-end: serial-towers
-      training.end_enqueue();
+      step.enqueued();
       // docs-begin: host-average
       Trace& trace = training.runtime().trace();
       double start = trace.now_us();
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
       trace.add_host_span("average_gradients + apply", start);
       copy_params_to_devices();  // every device gets the new parameters
       // docs-end: host-average
-      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      step.end(towers.back()->losses.as<float>()[kTotalLoss]);
     }
     return training.finish("chapter 2: serial towers", "host");
   });

@@ -90,19 +90,19 @@ int main(int argc, char** argv) {
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
       const auto dequeue_start = std::chrono::steady_clock::now();
-      training.begin_step(global_step);  // with --input queue, dequeues the global batch
+      StepScope step = training.step(global_step);  // with --input queue, dequeues the global batch
       dequeue_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                               dequeue_start).count();
       // docs-begin: iterator-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
         if (from_queue) {  // chapter 3's input: copy slice i of the dequeued global batch
-          training.probe(tower);
+          step.probe(tower);
           tower_loss(tower, param_ptrs[i], training.images(), training.labels());
           continue;
         }
         const data::Batch batch = (*inputs)[i].next();  // made ahead: blocks only if behind
-        training.probe(tower);
+        step.probe(tower);
         tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
         tower_loss(tower, param_ptrs[i], batch);        // returns at once
         (*inputs)[i].release(batch, *tower.stream);     // refilled after this step has read it
@@ -117,9 +117,9 @@ int main(int argc, char** argv) {
                                averages[i].as<float>());
       }
       // docs-end: allreduce-update
-      training.end_enqueue();
+      step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
-      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       check.after_step(global_step, param_ptrs);  // are the towers' copies still identical?
     }
     const double input_wait_ms = inputs ? inputs->input_wait_ms() : dequeue_ms;

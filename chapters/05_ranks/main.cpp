@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
 
     bool stop = false;
     for (int global_step = 0; global_step < flags.steps && !stop; ++global_step) {
-      training.begin_step(global_step);
+      StepScope step = training.step(global_step);
       maybe_fail(fault_flags, job, global_step);  // test hook; nothing unless --fail-rank
       // docs-begin: rank-step
       const data::Batch batch = inputs[0].next();       // this rank's shard of the step
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
                       params.as<float>());
       update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
                              averages.as<float>());
-      training.end_enqueue();
+      step.enqueued();
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
       // docs-end: rank-step
       training.runtime().synchronize();
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
         Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", global_step);
         MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
       }
-      training.end_step(global_step, loss);
+      step.end(loss);
       check.after_step(global_step, params.as<float>());  // are the ranks' copies identical?
       // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
       // after the same step, or one would wait alone in the next all-reduce.

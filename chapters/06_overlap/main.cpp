@@ -104,11 +104,11 @@ int main(int argc, char** argv) {
 
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step) {
-      training.begin_step(global_step);
+      StepScope step = training.step(global_step);
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
-        training.probe(tower);
+        step.probe(tower);
         tower.stream->wait(*batch.ready);
         // docs-begin: layer-events
         tower_loss(tower, param_ptrs[i], batch, [&](int layer) {
@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
         update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
                                averages[i].as<float>());
       }
-      training.end_enqueue();
+      step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
-      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       check.after_step(global_step, param_ptrs);
     }
     Summary extra;

@@ -90,16 +90,16 @@ int main(int argc, char** argv) {
     int steps_run = 0;
     for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
          ++global_step, ++steps_run) {
-      training.begin_step(global_step);  // refills the pinned batch the graph reads
+      StepScope step = training.step(global_step);  // refills the pinned batch the graph reads
       // docs-begin: launch-step
       scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
       const auto launch_started = std::chrono::steady_clock::now();
       train_op->launch(meet);  // the whole step: every tower, the average, the update
       if (global_step > 0 || flags.steps == 1) launch_ms += 1000.0 * seconds_since(launch_started);
       // docs-end: launch-step
-      training.end_enqueue();
+      step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
-      training.end_step(global_step, towers.back()->losses.as<float>()[kTotalLoss]);
+      step.end(towers.back()->losses.as<float>()[kTotalLoss]);
     }
     const auto host_calls = training.runtime().trace().host_enqueues() - host_calls_before;
 

@@ -28,9 +28,6 @@ class InputQueue {
   /// the next batch. Starts a new, reshuffled epoch when fewer examples than a batch remain.
   void dequeue(float* images, std::int32_t* labels);
 
-  /// Epochs started so far minus one (0 during the first epoch).
-  std::uint64_t epoch() const { return epoch_; }
-
   /// Where the queue stands: what a checkpoint stores so that a resumed run dequeues
   /// exactly the batches an uninterrupted run would have.
   data::InputPosition position() const;

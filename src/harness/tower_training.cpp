@@ -56,13 +56,36 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
 
 TowerTraining::~TowerTraining() = default;
 
-void TowerTraining::begin_step(int step) {
+StepScope TowerTraining::step(int step) {
+  if (step_open_) throw std::logic_error("TowerTraining::step: the previous step is still open");
   step_ = step;
   step_start_ = std::chrono::steady_clock::now();
   if (queue_) queue_->dequeue(images_.as<float>(), labels_.as<std::int32_t>());
   runtime_->trace().set_step(step);
   runtime_->trace().set_enabled(traces_step(step));
   enqueue_start_us_ = runtime_->trace().now_us();
+  step_open_ = true;
+  return StepScope(*this, step);
+}
+
+StepScope::~StepScope() { training_.step_open_ = false; }
+
+void StepScope::probe(Tower& tower) {
+  if (enqueued_ || ended_) throw std::logic_error("StepScope::probe after enqueued()");
+  training_.probe(tower);
+}
+
+void StepScope::enqueued() {
+  if (enqueued_) throw std::logic_error("StepScope::enqueued called twice");
+  enqueued_ = true;
+  training_.end_enqueue();
+}
+
+void StepScope::end(float loss) {
+  if (!enqueued_) throw std::logic_error("StepScope::end before enqueued()");
+  if (ended_) throw std::logic_error("StepScope::end called twice");
+  ended_ = true;
+  training_.end_step(step_, loss);
 }
 
 namespace {

@@ -5,7 +5,9 @@
 // It makes the runtime and the towers from the flags, loads the training set, owns the
 // pinned global batch (chapters 2-3; chapter 4's towers read their own iterators and
 // make none), the initial parameters, the step log, the per-step trace analysis and the
-// optional concurrency probe, and prints the closing timeline and summary.
+// optional concurrency probe, and prints the closing timeline and summary. Each step is a
+// StepScope (training.step(global_step)): the calls a step needs from the harness, in the
+// only order they work — probe(), enqueued(), then end(loss) after the step's one wait.
 // Nothing lost: every output path was checked when the flags were parsed; a first
 // SIGINT/SIGTERM ends the loop after its step (stop_requested()); the loss is checked
 // every step and the parameters every kParameterCheckEvery steps and before
@@ -31,8 +33,44 @@ namespace towers {
 
 /// Where the towers' batches come from.
 enum class TowerInput {
-  kGlobalBatch,   ///< chapters 2-3: begin_step() dequeues one global batch, images()/labels()
+  kGlobalBatch,   ///< chapters 2-3: step() dequeues one global batch, images()/labels()
   kOwnIterators,  ///< chapter 4: each tower pulls from its own iterator; no global batch
+};
+
+class TowerTraining;
+
+/// One training step, from TowerTraining::step() to end(): the order the harness needs
+/// (start, probe, end of enqueueing, end after the synchronize) held by one object, so that
+/// a chapter's loop cannot skip or reorder a call. end() must be called exactly once; a
+/// scope destroyed without it is a step abandoned by an exception: nothing is logged.
+class StepScope {
+ public:
+  StepScope(const StepScope&) = delete;
+  StepScope& operator=(const StepScope&) = delete;
+  /// Closes the step; without end() (an exception left the loop) nothing is logged.
+  ~StepScope();
+
+  /// With --probe, enqueues a rendezvous on the tower's stream during step 1 (step 0 when
+  /// --steps is 1), after step 0 has warmed up every kernel and cuBLAS handle: it completes
+  /// only if all towers are running at once (then "met"), else it times out. No-op otherwise.
+  void probe(Tower& tower);
+  /// Marks the end of enqueueing (a host span "enqueue" in the trace). Once, before end().
+  void enqueued();
+  /// Ends the step after its synchronize: logs the loss (the last tower's, as TF logs),
+  /// analyses the step's trace, and every kParameterCheckEvery steps checks the
+  /// parameters. Throws Diverged on a non-finite loss or parameter; std::logic_error when
+  /// called twice or before enqueued().
+  void end(float loss);
+  /// The global step this scope is.
+  int index() const { return step_; }
+
+ private:
+  friend class TowerTraining;
+  StepScope(TowerTraining& training, int step) : training_(training), step_(step) {}
+  TowerTraining& training_;
+  int step_;
+  bool enqueued_ = false;
+  bool ended_ = false;
 };
 
 /// Everything around a multi-tower training loop. Introduced in chapter 2.
@@ -63,9 +101,6 @@ class TowerTraining {
   int num_towers() const { return static_cast<int>(set_.towers.size()); }
   /// Images per tower per step.
   int batch_size() const { return flags_.layout.batch_size; }
-  /// The flags this run was made from.
-  const TrainingFlags& flags() const { return flags_; }
-
   /// The training set (the embedded synthetic set or --data-dir), kept for the run.
   const data::Dataset& train_set() const { return train_; }
 
@@ -78,39 +113,24 @@ class TowerTraining {
 
   /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
   bool stop_requested() const { return stop_->requested(); }
-  /// Steps finished so far (end_step() calls): --steps, or fewer after a graceful stop.
+  /// Steps finished so far (StepScope::end() calls): --steps, or fewer after a graceful stop.
   int steps_run() const { return log_->steps(); }
 
-  /// Starts step `step`: fills the next global batch (host; not with kOwnIterators) and
-  /// starts its timer.
-  void begin_step(int step);
+  /// Starts step `step` and returns its scope: fills the next global batch (host;
+  /// not with kOwnIterators) and starts its timer. One step is open at a time; opening a
+  /// second one before the first is ended or abandoned throws std::logic_error.
+  StepScope step(int step);
   /// The global batch: images [towers * B, 24, 24, 3] and labels, pinned host memory.
   const float* images() const { return images_.as<float>(); }
   /// The global batch's labels [towers * B], pinned host memory.
   const std::int32_t* labels() const { return labels_.as<std::int32_t>(); }
 
-  /// With --probe, enqueues a rendezvous on the tower's stream during step 1 (step 0 when
-  /// --steps is 1), after step 0 has warmed up every kernel and cuBLAS handle: it completes
-  /// only if all towers are running at once (then "met"), else it times out. No-op otherwise.
-  void probe(Tower& tower);
-  /// As probe(), in a step being captured as a graph (chapter 7): enqueued whatever the
-  /// step, since the capture runs once and every launch replays the probe. Instantiating
-  /// the graph has loaded its kernels, so no first-launch synchronization can stall it.
+  /// As StepScope::probe(), in a step being captured as a graph (chapter 7): enqueued
+  /// whatever the step, since the capture runs once and every launch replays the probe.
+  /// Instantiating the graph has loaded its kernels, so no first-launch synchronization
+  /// can stall it.
   void probe_in_capture(Tower& tower);
-  /// Whether the ops of `step` are traced. Host backend: every step (a span costs two
-  /// clock reads). cuda: every step when a trace file was asked for; otherwise only the
-  /// probe's step and the last, since a traced op costs two CUDA events, their records and
-  /// a resolve — microseconds of host time per op, as long as the GPU work at small batches.
-  bool traces_step(int step) const;
-
-  /// Marks the end of enqueueing (a host span "enqueue" in the trace).
-  void end_enqueue();
-  /// Ends the step after its synchronize: logs the loss (the last tower's, as TF logs),
-  /// analyses the step's trace, and every kParameterCheckEvery steps checks the
-  /// parameters. Throws Diverged on a non-finite loss or parameter.
-  void end_step(int step, float loss);
-
-  /// Calls `watch` at each end_step() with every span collected then, before they are
+  /// Calls `watch` at each StepScope::end() with every span collected then, before they are
   /// forgotten: whatever step they are tagged with, so work of other threads (an
   /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.
   void watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch);
@@ -134,6 +154,16 @@ class TowerTraining {
   int write_outputs_and_summary(const std::string& towers_meet, Summary extra = {});
 
  private:
+  friend class StepScope;
+  /// Whether the ops of `step` are traced. Host backend: every step (a span costs two
+  /// clock reads). cuda: every step when a trace file was asked for; otherwise only the
+  /// probe's step and the last, since a traced op costs two CUDA events, their records and
+  /// a resolve — microseconds of host time per op, as long as the GPU work at small batches.
+  bool traces_step(int step) const;
+  void probe(Tower& tower);
+  void end_enqueue();
+  void end_step(int step, float loss);
+
   TrainingFlags flags_;
   std::unique_ptr<Runtime> runtime_;
   TowerSet set_;
@@ -151,6 +181,7 @@ class TowerTraining {
   double enqueue_start_us_ = 0;
   double trace_collect_seconds_ = 0;  // reading and analysing the trace, all steps
   int step_ = 0;
+  bool step_open_ = false;  // a StepScope is alive
   float last_loss_ = 0;
   int job_towers_ = 0;
 };

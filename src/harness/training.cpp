@@ -92,11 +92,11 @@ void StepTraces::collect(int step) {
   std::vector<TraceEvent> events = runtime_.trace().take();
   if (watch_) watch_(events);
   last_events_ = events_of_step(events, step);
-  last_ = analyze_step(events, step);
-  steps_.push_back(last_);
-  max_concurrent_ = std::max(max_concurrent_, last_.max_concurrent_towers);
-  stream_concurrent_ = std::max(stream_concurrent_, last_.stream_concurrent_towers);
-  from_kernel_stamps_ = from_kernel_stamps_ || last_.from_kernel_stamps;
+  const StepAnalysis analysis = analyze_step(events, step);
+  steps_.push_back(analysis);
+  max_concurrent_ = std::max(max_concurrent_, analysis.max_concurrent_towers);
+  stream_concurrent_ = std::max(stream_concurrent_, analysis.stream_concurrent_towers);
+  from_kernel_stamps_ = from_kernel_stamps_ || analysis.from_kernel_stamps;
   if (!files_.json.empty() || !files_.svg.empty()) all_.insert(all_.end(), events.begin(), events.end());
 }
 

@@ -82,10 +82,6 @@ class StepTraces {
   double mean_overlap() const;
   /// Mean host enqueue time per step, the first (warm-up) step excluded.
   double mean_host_enqueue_ms() const;
-  /// The last step's analysis.
-  const StepAnalysis& last() const { return last_; }
-  /// The last step's spans.
-  const std::vector<TraceEvent>& last_events() const { return last_events_; }
   /// Has print_last_timeline() and write_trace_files() pass the spans through `merge`
   /// first, and write trace files only where `write_files_here` (one process writes them).
   void set_merge(TraceMerge merge, bool write_files_here) {
@@ -106,7 +102,6 @@ class StepTraces {
   std::vector<TraceEvent> all_;
   std::vector<StepAnalysis> steps_;
   std::vector<TraceEvent> last_events_;
-  StepAnalysis last_;
   int max_concurrent_ = 0;
   int stream_concurrent_ = 0;
   bool from_kernel_stamps_ = false;

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// harness/checkpoint_dir: settled before the first step — a fresh run refuses a folder of
+// old checkpoints unless --overwrite, --resume finds the newest or refuses, and
+// --resume-if-present starts afresh. Flag combinations without a folder are refused.
+#include "harness/checkpoint_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "base/temp_dir.hpp"
+#include "base/usage_error.hpp"
+#include "model/parameters.hpp"
+
+namespace towers {
+namespace {
+
+namespace fs = std::filesystem;
+
+model::TrainingState state_at(std::int64_t step) {
+  model::TrainingState state;
+  state.global_step = step;
+  state.params.assign(model::kNumParameters, 0.5f);
+  state.moving_averages = state.params;
+  return state;
+}
+
+CheckpointFlags in(const fs::path& dir) {
+  CheckpointFlags flags;
+  flags.dir = dir.string();
+  return flags;
+}
+
+TEST(CheckpointDir, AFreshRunRefusesOldCheckpointsUnlessOverwrite) {
+  base::TempDir tmp("checkpoint_dir_test_fresh");
+  const fs::path dir = tmp.path() / "made" / "by it";
+  testing::internal::CaptureStdout();
+  {
+    CheckpointDir first(in(dir));  // creates the folder with its parents
+    EXPECT_TRUE(fs::is_directory(dir));
+    EXPECT_FALSE(first.resumed());
+    EXPECT_EQ(first.save(state_at(3)).filename(), "model.ckpt-3");
+  }
+  EXPECT_THROW(CheckpointDir{in(dir)}, UsageError);
+  CheckpointFlags overwrite = in(dir);
+  overwrite.overwrite = true;
+  CheckpointDir afresh(overwrite);
+  testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(fs::exists(dir / "model.ckpt-3"));
+}
+
+TEST(CheckpointDir, ResumeTakesTheHighestStepOrRefuses) {
+  base::TempDir tmp("checkpoint_dir_test_resume");
+  CheckpointFlags resume = in(tmp.path());
+  resume.resume = true;
+  EXPECT_THROW(CheckpointDir{resume}, UsageError);  // nothing to resume
+  CheckpointFlags if_present = in(tmp.path());
+  if_present.resume_if_present = true;
+  testing::internal::CaptureStdout();
+  EXPECT_FALSE(CheckpointDir(if_present).resumed());
+  {
+    CheckpointDir writer(in(tmp.path()));
+    writer.save(state_at(20));
+    writer.save(state_at(100));  // the higher step: newest, whatever the file times
+  }
+  CheckpointDir resumed(resume);
+  testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(resumed.resumed());
+  EXPECT_EQ(resumed.resumed()->global_step, 100);
+  EXPECT_EQ(resumed.resumed_from().filename(), "model.ckpt-100");
+}
+
+TEST(CheckpointDir, FlagsThatNeedAFolderAreRefusedWithoutOne) {
+  CheckpointFlags every;
+  every.every_given = true;
+  EXPECT_THROW(CheckpointDir{every}, UsageError);
+  CheckpointFlags resume;
+  resume.resume = true;
+  EXPECT_THROW(CheckpointDir{resume}, UsageError);
+  CheckpointDir none{CheckpointFlags{}};
+  EXPECT_FALSE(none.enabled());
+  EXPECT_FALSE(none.due(1000, true));
+}
+
+TEST(CheckpointDir, DueEveryNStepsOfTheGlobalStepAndAtTheLast) {
+  base::TempDir tmp("checkpoint_dir_test_due");
+  CheckpointFlags flags = in(tmp.path());
+  flags.every = 10;
+  CheckpointDir dir(flags);
+  EXPECT_TRUE(dir.due(20, false));
+  EXPECT_FALSE(dir.due(25, false));
+  EXPECT_TRUE(dir.due(25, true));
+}
+
+}  // namespace
+}  // namespace towers

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// harness/divergence: a non-finite loss or parameter stops the run with TF's words, and
+// names the variable and index of the first bad parameter.
+#include "harness/divergence.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "model/parameters.hpp"
+
+namespace towers {
+namespace {
+
+TEST(Divergence, ANonFiniteParameterIsFoundByName) {
+  std::vector<float> params(model::kNumParameters, 0.5f);
+  EXPECT_NO_THROW(check_parameters(params.data(), 7));
+  const model::ParameterView& view = model::parameter_layout()[2];
+  params[view.offset + 3] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    check_parameters(params.data(), 7);
+    ADD_FAILURE() << "a NaN parameter passed";
+  } catch (const Diverged& e) {
+    EXPECT_NE(std::string(e.what()).find("Model diverged with " + view.name + "[3] = NaN"),
+              std::string::npos) << e.what();
+  }
+}
+
+TEST(Divergence, ANonFiniteLossStopsTheRunWithTheTutorialsWords) {
+  EXPECT_THROW(check_loss(std::numeric_limits<float>::infinity(), 1), Diverged);
+  EXPECT_NO_THROW(check_loss(2.3f, 1));
+  try {
+    check_loss(std::numeric_limits<float>::quiet_NaN(), 1);
+    ADD_FAILURE() << "a NaN loss passed";
+  } catch (const Diverged& e) {
+    EXPECT_NE(std::string(e.what()).find("Model diverged with loss = NaN"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Divergence, ParametersAreCheckedEveryKParameterCheckEverySteps) {
+  EXPECT_FALSE(parameter_check_due(1));
+  EXPECT_FALSE(parameter_check_due(kParameterCheckEvery - 1));
+  EXPECT_TRUE(parameter_check_due(kParameterCheckEvery));
+  EXPECT_TRUE(parameter_check_due(3 * kParameterCheckEvery));
+}
+
+}  // namespace
+}  // namespace towers
