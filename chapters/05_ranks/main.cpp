@@ -5,10 +5,15 @@
 // the other ranks in one all-reduce, now a message between processes (MPI on the host,
 // NCCL on GPUs) instead of copies between buffers of one process. Then every rank updates
 // its own copy of the parameters, as in chapter 4. Start it with `mpirun -n N`; started
-// alone it is a job of one rank.
+// alone it is a job of one rank. Rank 0 alone logs, saves checkpoints and the summary.
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <optional>
 
+#include "data/iterator_plan.hpp"
+#include "harness/checkpoint_dir.hpp"
+#include "harness/divergence.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
 #include "harness/tower_inputs.hpp"
@@ -18,6 +23,7 @@
 #include "mpi/fault_injection.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
+#include "mpi/rank_state.hpp"
 #include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
@@ -36,6 +42,7 @@ int main(int argc, char** argv) {
   InputFlags input_flags;
   CheckFlags check_flags;
   FaultFlags fault_flags;
+  CheckpointFlags checkpoint_flags;
   double collective_timeout_s = 30;
   add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
   app.add_option("--save-params", flags.save_params,
@@ -47,9 +54,19 @@ int main(int argc, char** argv) {
   app.add_option("--collective-timeout", collective_timeout_s,
                  "seconds any one collective may wait for the other ranks before the job ends")
       ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  add_checkpoint_flags(app, checkpoint_flags);
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
+    // Rank 0 alone settles --checkpoint-dir and reads the checkpoint to resume (the other
+    // ranks may be on machines that do not see the folder); a refusal there ends every
+    // rank before step 0, with rank 0's message. The resumed state is then every rank's.
+    std::unique_ptr<CheckpointDir> checkpoints;  // rank 0's
+    settle_on_rank_zero(job, [&] { checkpoints = std::make_unique<CheckpointDir>(checkpoint_flags); });
+    std::optional<model::TrainingState> resumed;
+    if (checkpoints) resumed = checkpoints->resumed();
+    broadcast_state(job, resumed);
+    const std::int64_t first_step = resumed ? resumed->global_step : 0;
     // docs-begin: rank-device
     // One tower per process: tower index = rank (so it reads the rank's shard), on the
     // device the rank's local rank picks: GPU (local rank mod GPUs), or on the host backend
@@ -71,15 +88,33 @@ int main(int argc, char** argv) {
                 tower.device->index());
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
+    // Every rank's iterator restarts at the global batch the checkpoint's input stood at.
+    std::int64_t first_batch = 0;
+    if (resumed) {
+      std::printf("resumed from %s at step %lld\n", checkpoints ? checkpoints->resumed_from().c_str() : "",
+                  static_cast<long long>(first_step));
+      if (resumed->input) {
+        first_batch = data::steps_before(*resumed->input, training.train_set().size(), num_gpus,
+                                         training.batch_size(), flags.seed);
+      } else {
+        std::printf("note: the checkpoint (format 1) has no input position: the input starts "
+                    "again at epoch 0\n");
+      }
+      training.set_first_global_step(first_step);
+    }
+    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
+                       first_batch);
     auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
                                          watchdog, kNumParameters);
-    // This rank's variables: parameters and moving averages, on its device.
+    // This rank's variables: parameters and moving averages, on its device: from --seed,
+    // or the resumed checkpoint's.
     Buffer params = tower.device->allocate(param_bytes);
     Buffer averages = tower.device->allocate(param_bytes);
-    for (Buffer* v : {&params, &averages}) {
-      tower.stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
-    }
+    tower.stream->copy(params.data(), resumed ? resumed->params.data() : training.initial_params(),
+                       param_bytes, "copy params");
+    tower.stream->copy(averages.data(),
+                       resumed ? resumed->moving_averages.data() : training.initial_params(),
+                       param_bytes, "copy params");
     float* grads = tower.grads.as<float>();
     training.runtime().synchronize();
     training.read_params_with([&](float* out) {
@@ -97,15 +132,17 @@ int main(int argc, char** argv) {
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     bool stop = false;
-    for (int global_step = 0; global_step < flags.steps && !stop; ++global_step) {
-      StepScope step = training.step(global_step);
-      maybe_fail(fault_flags, job, global_step);  // test hook; nothing unless --fail-rank
+    for (int run_step = 0; run_step < flags.steps && !stop; ++run_step) {
+      // `run_step` counts this run's steps; `global_step` the job's since --seed (resumes too).
+      const std::int64_t global_step = first_step + run_step;
+      StepScope step = training.step(run_step);
+      maybe_fail(fault_flags, job, run_step);  // test hook; nothing unless --fail-rank
       // docs-begin: rank-step
       const data::Batch batch = inputs[0].next();       // this rank's shard of the step
       tower.stream->wait(*batch.ready);
       tower_loss(tower, params.as<float>(), batch);     // returns at once
       inputs[0].release(batch, *tower.stream);
-      allreduce->average(grads, kNumParameters, *tower.stream, global_step);  // ranks meet
+      allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // ranks meet
       apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
                       params.as<float>());
       update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
@@ -117,19 +154,46 @@ int main(int argc, char** argv) {
       // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
       float loss = tower.losses.as<float>()[kTotalLoss];
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", global_step);
+        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", run_step);
         MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
       }
       step.end(loss);
-      check.after_step(global_step, params.as<float>());  // are the ranks' copies identical?
+      check.after_step(run_step, params.as<float>());  // are the ranks' copies identical?
       // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
       // after the same step, or one would wait alone in the next all-reduce.
       int stop_here = training.stop_requested() ? 1 : 0;
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", global_step);
+        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", run_step);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
       }
       stop = stop_here != 0;
+      // CheckpointDir::due()'s rule, on every rank: every rank takes part in a save.
+      const bool last = run_step + 1 == flags.steps || stop;
+      if (!checkpoint_flags.dir.empty() &&
+          ((global_step + 1) % checkpoint_flags.every == 0 || last)) {
+        // docs-begin: rank-checkpoint
+        // The ranks' parameters are equal (RankParameterCheck), so rank 0's are the job's;
+        // the input position must cover every rank, so it is gathered (and checked equal).
+        const data::InputPosition input =
+            job_input_position(job, inputs[0].position(), watchdog, run_step);
+        if (job.rank() == 0) {
+          model::TrainingState state{.global_step = global_step + 1,
+                                     .params = std::vector<float>(kNumParameters),
+                                     .moving_averages = std::vector<float>(kNumParameters),
+                                     .input = input};
+          tower.stream->copy(state.params.data(), params.data(), param_bytes);
+          tower.stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
+          tower.stream->synchronize();
+          try {  // a failed save ends the job now: the others must not wait for rank 0
+            check_parameters(state.params.data(), global_step);
+            std::printf("saved %s\n", checkpoints->save(state).string().c_str());
+          } catch (const std::exception& e) {
+            job.abort(std::string("checkpoint of step ") + std::to_string(global_step + 1) +
+                      " not saved: " + e.what());
+          }
+        }
+        // docs-end: rank-checkpoint
+      }
     }
     training.print_timeline("chapter 5: ranks");
     // Ranks that computed at once, read off the merged trace of the last step (rank 0).
@@ -141,6 +205,7 @@ int main(int argc, char** argv) {
         .add("input_overlap", pipeline.input_overlap(), 3)
         .add("param_checks", check.checks())
         .add("ranks", job.size())
+        .add("global_step", static_cast<long long>(first_step + training.steps_run()))
         .add("max_concurrent_ranks", merged.max_concurrent_towers);
     return training.write_outputs_and_summary("allreduce", extra);
   });

@@ -26,6 +26,10 @@ TowerIterator::TowerIterator(const Dataset& data, const IteratorOptions& options
     throw UsageError("a prefetch depth of " + std::to_string(options.prefetch_depth) +
                      " leaves no buffer to fill. Use a prefetch depth of 1 or more.");
   }
+  if (options.first_step < 0) {
+    throw UsageError("an iterator cannot start at step " + std::to_string(options.first_step) +
+                     ". Use 0 for a fresh run.");
+  }
   if (options.steps < 0) {
     throw UsageError("an iterator cannot run " + std::to_string(options.steps) +
                      " steps. Use 0 for endless, or a positive step count.");
@@ -81,9 +85,10 @@ int TowerIterator::take_free_slot() {
 
 void TowerIterator::produce() {
   try {
-    std::uint64_t order_epoch = 0;
-    std::vector<std::size_t> order = epoch_order(data_.size(), options_.seed, 0);
-    for (std::int64_t step = 0; options_.steps == 0 || step < options_.steps; ++step) {
+    const std::int64_t first = options_.first_step, end = first + options_.steps;
+    std::uint64_t order_epoch = static_cast<std::uint64_t>(first) / batches_per_epoch_;
+    std::vector<std::size_t> order = epoch_order(data_.size(), options_.seed, order_epoch);
+    for (std::int64_t step = first; options_.steps == 0 || step < end; ++step) {
       const int s = take_free_slot();  // blocks while all K slots are full: the prefetch limit
       if (s < 0) return;               // the destructor is waiting
       Slot& slot = slots_[static_cast<std::size_t>(s)];
@@ -222,6 +227,12 @@ int TowerIterator::ready_count() const {
 double TowerIterator::input_wait_ms() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return input_wait_ms_;
+}
+
+InputPosition TowerIterator::position() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return position_after(options_.first_step + delivered_, data_.size(), options_.num_towers,
+                        options_.batch_size, options_.seed);
 }
 
 }  // namespace towers::data

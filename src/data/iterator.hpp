@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "data/cifar10.hpp"
+#include "data/input_position.hpp"
 #include "data/preprocess.hpp"
 #include "data/thread_pool.hpp"
 #include "runtime/device.hpp"
@@ -75,6 +76,9 @@ struct IteratorOptions {
   Mode mode = Mode::kTrain;  ///< kTrain: distorted_inputs; kEval: central crops
   int prefetch_depth = 2;    ///< K: slots, so batches made ahead of next(); at least 1
   std::int64_t steps = 0;    ///< batches to make, then stop; 0: endless, across epochs
+  /// The sequence's first batch: 0 for a fresh run; a resumed run starts at the batch it
+  /// stopped before (steps_before() of its checkpoint's position), so it continues exactly.
+  std::int64_t first_step = 0;
   /// Where preprocessing shows up as host spans "distort" (kEval: "preprocess"), tagged
   /// with the tower, when tracing is on. Null: not traced. Copies are traced by the
   /// copy stream itself, as "copy input" ops tagged with the tower.
@@ -91,7 +95,7 @@ struct Batch {
   const std::int32_t* labels = nullptr;  ///< [batch_size] on the tower's device
   Event* ready = nullptr;                ///< completes when the copy to the device has landed
   std::span<const std::size_t> indices;  ///< [batch_size] dataset indices, host memory
-  std::int64_t step = 0;                 ///< 0, 1, 2, ...: this batch's place in the sequence
+  std::int64_t step = 0;                 ///< first_step, first_step + 1, ...: its place in the sequence
   std::uint64_t epoch = 0;               ///< the epoch its examples were drawn from
   int slot = -1;                         ///< the buffers it lives in (for release())
 };
@@ -137,6 +141,9 @@ class TowerIterator {
   int ready_count() const;
   /// Milliseconds next() has spent blocked so far: the tower's wait for input.
   double input_wait_ms() const;
+  /// Where the consumer stands, as a checkpoint records it: the position of the batch
+  /// next() returns next (position_after(first_step + batches taken)). Consumer thread.
+  InputPosition position() const;
 
  private:
   struct Slot {

@@ -25,6 +25,8 @@
 #include <span>
 #include <vector>
 
+#include "data/input_position.hpp"
+
 namespace towers::data {
 
 /// Checks that `examples` examples can give each of `num_towers` towers at least one
@@ -46,5 +48,20 @@ std::vector<std::size_t> epoch_order(std::size_t examples, std::uint64_t seed,
 /// onward, batch_size of them. A view into `order`.
 std::span<const std::size_t> shard_batch(std::span<const std::size_t> order, int num_towers,
                                          int tower, int batch_size, std::size_t batch);
+
+/// Where iterators of this shape stand after `steps` global batches, in the terms a
+/// checkpoint records (InputPosition): epoch steps / batches_per_epoch, position
+/// (steps % batches_per_epoch) * num_towers * batch_size. Every tower of the job stands at
+/// the same position, since each takes one batch, its own slice, of every global batch.
+InputPosition position_after(std::int64_t steps, std::size_t examples, int num_towers,
+                             int batch_size, std::uint64_t seed);
+
+/// The inverse of position_after(): how many global batches iterators of this shape had
+/// taken to stand at `saved` (a checkpoint's position, also one of chapter 1's queue with
+/// the same global batch, which may stand at the very end of an epoch). Throws UsageError
+/// naming the flag to fix when `saved` was made with another seed, training set or global
+/// batch, or lies between two batches or past the epoch's last batch (a damaged record).
+std::int64_t steps_before(const InputPosition& saved, std::size_t examples, int num_towers,
+                          int batch_size, std::uint64_t seed);
 
 }  // namespace towers::data

@@ -15,7 +15,8 @@ void add_input_flags(CLI::App& app, InputFlags& flags) {
 
 TowerInputs::TowerInputs(const data::Dataset& train,
                          const std::vector<std::unique_ptr<Tower>>& towers,
-                         const InputFlags& flags, std::uint64_t seed, int towers_in_job)
+                         const InputFlags& flags, std::uint64_t seed, int towers_in_job,
+                         std::int64_t first_step)
     : pool_(flags.input_threads) {
   for (const auto& tower : towers) {
     // Endless (steps = 0): the destructor stops the producer wherever it is. Distortion
@@ -25,7 +26,8 @@ TowerInputs::TowerInputs(const data::Dataset& train,
                                                         : static_cast<int>(towers.size()),
                                         .batch_size = tower->batch_size(),
                                         .seed = seed,
-                                        .prefetch_depth = flags.prefetch};
+                                        .prefetch_depth = flags.prefetch,
+                                        .first_step = first_step};
     iterators_.push_back(
         std::make_unique<data::TowerIterator>(train, options, tower->index, *tower->device, pool_));
   }

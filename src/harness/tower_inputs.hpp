@@ -39,9 +39,11 @@ class TowerInputs {
   /// batches of each tower's batch size. Throws UsageError when the training set cannot
   /// give every tower a batch (see data::check_sharding). `towers_in_job` is how many
   /// towers share each global batch: 0 means towers.size(); chapter 5 gives the rank
-  /// count, so its one tower (index = rank) reads the rank's shard.
+  /// count, so its one tower (index = rank) reads the rank's shard. `first_step`: the
+  /// global batch to start at (a resumed run's, see data::steps_before).
   TowerInputs(const data::Dataset& train, const std::vector<std::unique_ptr<Tower>>& towers,
-              const InputFlags& flags, std::uint64_t seed, int towers_in_job = 0);
+              const InputFlags& flags, std::uint64_t seed, int towers_in_job = 0,
+              std::int64_t first_step = 0);
   /// Stops the producers and waits for the work that reads their buffers.
   ~TowerInputs();
 

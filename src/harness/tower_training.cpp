@@ -123,7 +123,7 @@ void TowerTraining::end_enqueue() { runtime_->trace().add_host_span(span::kEnque
 
 void TowerTraining::end_step(int step, float loss) {
   last_loss_ = loss;
-  log_->step_done(step, loss, seconds_since(step_start_));
+  log_->step_done(first_global_step_ + step, loss, seconds_since(step_start_));
   // Outside step_ms, so reported on its own: trace_collect_ms.
   const auto collect_start = std::chrono::steady_clock::now();
   traces_->collect(step);
@@ -150,7 +150,7 @@ int TowerTraining::write_outputs_and_summary(const std::string& towers_meet, Sum
     written &= write_output([&] {
       if (!read_params_) throw std::logic_error("--save-params needs read_params_with()");
       model::TrainingState state;
-      state.global_step = log_->steps();
+      state.global_step = first_global_step_ + log_->steps();
       state.params.resize(model::kNumParameters);
       read_params_(state.params.data());
       check_parameters(state.params.data(), state.global_step - 1);

@@ -111,6 +111,10 @@ class TowerTraining {
   /// used to check them for divergence and to write --save-params. Call once, before the loop.
   void read_params_with(std::function<void(float* host)> read) { read_params_ = std::move(read); }
 
+  /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
+  /// and --save-params count global steps from there. Call before the loop.
+  void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
+
   /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
   bool stop_requested() const { return stop_->requested(); }
   /// Steps finished so far (StepScope::end() calls): --steps, or fewer after a graceful stop.
@@ -184,6 +188,7 @@ class TowerTraining {
   bool step_open_ = false;  // a StepScope is alive
   float last_loss_ = 0;
   int job_towers_ = 0;
+  std::int64_t first_global_step_ = 0;  // set_first_global_step()
 };
 
 }  // namespace towers

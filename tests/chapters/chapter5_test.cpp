@@ -3,18 +3,23 @@
 // train one tower each and meet in the all-reduce; the ring over MPI_Sendrecv reaches
 // chapter 4's parameters bit for bit (MPI_Allreduce to rounding); a divergence is caught;
 // a rank that dies, stalls or throws ends the job with a message, never a hang; the trace
-// has one process per rank.
+// has one process per rank; rank 0's checkpoints resume every rank exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 
+#include "../data/temp_dir.hpp"
 #include "base/process.hpp"
 #include "base/timing.hpp"
+#include "data/synthetic.hpp"
+#include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "program.hpp"
 
@@ -202,6 +207,89 @@ TEST(Ranks, TraceHasOneProcessPerRankMeetingInTheAllReduce) {
   EXPECT_EQ(spans, 3) << "one all-reduce per rank in step 1";
   // The clocks are aligned by a barrier, to within its exit skew: allow 2 ms.
   EXPECT_LE(latest_start, earliest_end + 2000.0) << "the ranks' all-reduces must overlap";
+}
+
+// A tiny CIFAR-10 folder of 5 files of 3 records: 2 ranks of batch 2 take 4 examples a
+// step, so an epoch is 3 steps (3 examples dropped) and 4 + 4 steps cross two epochs, one
+// on each side of the resume.
+std::string resume_flags(const std::filesystem::path& dir, const std::string& ckpt) {
+  const std::filesystem::path data = dir / "data";
+  if (!std::filesystem::exists(data / "data_batch_5.bin")) {
+    std::filesystem::create_directories(data);
+    const data::Dataset train = data::generate_synthetic(11, data::Split::kTrain, 0, 5 * 3);
+    for (int f = 0; f < 5; ++f) {
+      data::write_records(data / ("data_batch_" + std::to_string(f + 1) + ".bin"), train, f * 3, 3);
+    }
+  }
+  return "--backend host --batch-size 2 --log-every 1 --data-dir " + data.string() +
+         " --checkpoint-dir " + (dir / ckpt).string() + " --checkpoint-every 4 ";
+}
+
+std::string bytes_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Rank 0 writes the checkpoint; each rank's input position is gathered into it, and
+// --resume hands rank 0's reading to every rank. Equal bytes of the final parameters and
+// of model.ckpt-8 (which holds the moving averages and the input position too) mean every
+// rank continued exactly: a rank fed the wrong shard would change the all-reduced gradient.
+TEST(Ranks, EightStepsEqualFourPlusResumeFourByteForByte) {
+  data::testing::TempDir dir;
+  const auto straight = dir.path() / "straight.ckpt", split = dir.path() / "split.ckpt";
+  auto a = run_ranks(2, resume_flags(dir.path(), "a") + "--steps 8 --save-params " + straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b1 = run_ranks(2, resume_flags(dir.path(), "b") + "--steps 4");
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  EXPECT_EQ(b1.output.find("saved " + (dir.path() / "b" / "model.ckpt-4").string()),
+            b1.output.rfind("saved " + (dir.path() / "b" / "model.ckpt-4").string()))
+      << "rank 0 alone saves\n" << b1.output;
+  auto b2 = run_ranks(2, resume_flags(dir.path(), "b") + "--steps 4 --resume --save-params " +
+                             split.string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + (dir.path() / "b" / "model.ckpt-4").string() +
+                           " at step 4"), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), "8") << b2.output;
+  EXPECT_EQ(b2.last("steps"), "4") << b2.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+
+  const model::TrainingState four = model::load_checkpoint(dir.path() / "b" / "model.ckpt-4");
+  ASSERT_TRUE(four.input.has_value());
+  EXPECT_EQ(four.input->global_batch, 4u);
+  EXPECT_EQ(four.input->epoch, 1u);  // 4 steps of 3 per epoch: the second epoch, one batch in
+  EXPECT_EQ(four.input->position, 4u);
+  // Compared as flags: a failure would otherwise print megabytes of checkpoint.
+  const std::string final_params = bytes_of(straight);
+  EXPECT_FALSE(final_params.empty());
+  EXPECT_TRUE(final_params == bytes_of(split)) << "--save-params differ after the resume";
+  EXPECT_TRUE(bytes_of(dir.path() / "a" / "model.ckpt-8") == bytes_of(dir.path() / "b" / "model.ckpt-8"))
+      << "model.ckpt-8 differs after the resume";
+}
+
+// The checkpoint's global batch is ranks x batch: resumed with another rank count, the
+// input could not continue, and every rank refuses before step 0 with the flag to fix.
+// A folder rank 0 cannot use ends every rank with its message, never a hang.
+TEST(Ranks, AResumeWithOtherRanksOrABadFolderEndsEveryRankWithOneMessage) {
+  data::testing::TempDir dir;
+  auto made = run_ranks(2, resume_flags(dir.path(), "c") + "--steps 1");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  auto other = run_ranks(1, resume_flags(dir.path(), "c") + "--steps 1 --resume", 30);
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("the checkpoint was made with a global batch of 4, this run has 2"),
+            std::string::npos) << other.output;
+
+  const auto file = dir.path() / "a-file";
+  std::ofstream(file) << "not a folder";
+  const std::string flags = "--backend host --batch-size 2 --steps 1 --checkpoint-dir " + file.string();
+  auto bad = run_ranks(2, flags, 30);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(bad.summaries.empty()) << bad.output;
+  EXPECT_LT(bad.seconds, 20.0) << "refused before step 0, on every rank\n" << bad.output;
+  const std::string said = "--checkpoint-dir";
+  const auto first = bad.output.find("error: " + said);
+  ASSERT_NE(first, std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("error: " + said, first + 1), std::string::npos)
+      << "rank 0 alone says it\n" << bad.output;
 }
 
 }  // namespace

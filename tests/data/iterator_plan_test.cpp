@@ -78,5 +78,39 @@ TEST(IteratorPlan, ImpossibleShapesSayWhatToChange) {
   EXPECT_PRED2(contains, message(10, 3, 4), "--batch-size of at most 3");
 }
 
+// A checkpoint records where the input stands as (epoch, position) of the global batch;
+// a resume turns it back into a step count. Chapter 1's queue may stand at the very end of
+// an epoch (it reshuffles lazily): that is the next epoch's first step.
+TEST(IteratorPlan, PositionsAndStepsConvertBothWays) {
+  // 50 examples, 2 towers of 4: 6 global batches of 8 per epoch, 2 examples dropped.
+  for (std::int64_t steps : {0, 1, 5, 6, 7, 13, 600}) {
+    const InputPosition p = position_after(steps, 50, 2, 4, 9);
+    EXPECT_EQ(p.epoch, static_cast<std::uint64_t>(steps / 6));
+    EXPECT_EQ(p.position, static_cast<std::uint64_t>(steps % 6 * 8));
+    EXPECT_EQ(p.global_batch, 8u);
+    EXPECT_EQ(steps_before(p, 50, 2, 4, 9), steps);
+  }
+  EXPECT_EQ(steps_before({9, 50, 8, 1, 48}, 50, 2, 4, 9), 12) << "the end of epoch 1";
+  // One tower of 8 (chapter 1) and two of 4 stand at the same places.
+  EXPECT_EQ(position_after(7, 50, 1, 8, 9), position_after(7, 50, 2, 4, 9));
+}
+
+TEST(IteratorPlan, APositionOfAnotherRunIsRefusedNamingTheFlag) {
+  auto message = [](const InputPosition& saved) {
+    try {
+      steps_before(saved, 50, 2, 4, 9);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_PRED2(contains, message({8, 50, 8, 0, 0}), "made with --seed 8, this run has 9");
+  EXPECT_PRED2(contains, message({9, 60, 8, 0, 0}), "Resume with the same --data-dir");
+  EXPECT_PRED2(contains, message({9, 50, 4, 0, 0}), "a global batch of 4, this run has 8");
+  EXPECT_PRED2(contains, message({9, 50, 8, 0, 3}), "not the start of one of the 6 global batches");
+  EXPECT_PRED2(contains, message({9, 50, 8, 0, 56}), "not the start of one of the 6 global batches");
+  EXPECT_PRED2(contains, message({9, 50, 8, ~0ull, 0}), "beyond any run");
+}
+
 }  // namespace
 }  // namespace towers::data

@@ -174,6 +174,29 @@ TEST(TowerIterator, SameSeedSameBatchesAndAnotherSeedAnotherOrder) {
   EXPECT_NE(a[0].indices, a[5].indices) << "epoch 1 is reshuffled";
 }
 
+// A resumed run starts its iterators at a later global batch: from there on they deliver
+// what an iterator that ran from step 0 delivers, and position() says where they stand.
+TEST(TowerIterator, StartingAtAStepContinuesTheSequenceExactly) {
+  const Dataset data = random_dataset(40);  // 2 towers of 4: 5 steps per epoch
+  const IteratorOptions from_zero{.num_towers = 2, .batch_size = 4, .seed = 3};
+  IteratorOptions from_seven = from_zero;
+  from_seven.first_step = 7;
+  Towers a(data, from_zero, /*threads=*/2), b(data, from_seven, /*threads=*/2);
+  EXPECT_EQ(b.iterators[1]->position(), position_after(7, 40, 2, 4, 3));
+  for (int step = 0; step < 7; ++step) a.take(1);
+  EXPECT_EQ(a.iterators[1]->position(), b.iterators[1]->position());
+  for (int step = 7; step < 12; ++step) {  // across the epoch boundary at 10
+    const Taken x = a.take(1), y = b.take(1);
+    EXPECT_EQ(x.step, step);
+    EXPECT_EQ(y.step, step);
+    EXPECT_EQ(x.epoch, y.epoch);
+    EXPECT_EQ(x.indices, y.indices);
+    EXPECT_EQ(x.images, y.images);
+  }
+  EXPECT_EQ(b.iterators[1]->position(), position_after(12, 40, 2, 4, 3));
+  EXPECT_EQ(b.iterators[1]->position().epoch, 2u);
+}
+
 TEST(TowerIterator, PrefetchFillsKSlotsAheadAndNoMore) {
   constexpr int kDepth = 3, kBatch = 4;
   std::atomic<int> preprocessed{0};
@@ -303,6 +326,7 @@ TEST(TowerIterator, BadOptionsAreUsageErrors) {
   EXPECT_THROW(make({.num_towers = 0}), UsageError);
   EXPECT_THROW(make({.batch_size = 2, .prefetch_depth = 0}), UsageError);
   EXPECT_THROW(make({.batch_size = 2, .steps = -1}), UsageError);
+  EXPECT_THROW(make({.batch_size = 2, .first_step = -1}), UsageError);
   EXPECT_THROW(make({.num_towers = 2, .batch_size = 2}, 2), std::out_of_range);
 }
 
