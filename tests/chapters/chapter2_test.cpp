@@ -1,7 +1,16 @@
 // SPDX-License-Identifier: MIT
-// Chapter 2's claims: a tower loop that synchronizes after each tower is serial.
+// Chapter 2's claims: a tower loop that synchronizes after each tower is serial; and it
+// keeps chapter 1's checkpoints (exact resume) and --eval, through the harness.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "../data/temp_dir.hpp"
+#include "data/cifar10.hpp"
+#include "data/synthetic.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -51,6 +60,87 @@ TEST(SerialTowers, BadTowerCountsAreUsageErrors) {
   EXPECT_NE(uneven.output.find("divide evenly"), std::string::npos) << uneven.output;
   auto too_big = run("02_serial_towers", "--backend host --steps 1 --devices 1 --towers 1 --batch-size 60000");
   EXPECT_EQ(too_big.exit_code, 2) << too_big.output;
+}
+
+namespace fs = std::filesystem;
+
+// A tiny CIFAR-10 folder: five training files of 6 records (an epoch of 30 is 3 steps of
+// 2 towers x 4, 6 images dropped) and a test file of 20.
+std::string tiny_set(const fs::path& dir) {
+  const data::Dataset train = data::generate_synthetic(5, data::Split::kTrain, 0, 5 * 6);
+  for (int f = 0; f < 5; ++f) {
+    data::write_records(dir / ("data_batch_" + std::to_string(f + 1) + ".bin"), train, f * 6, 6);
+  }
+  data::write_records(data::test_file(dir), data::generate_synthetic(5, data::Split::kTest, 0, 20));
+  return "--backend host --devices 2 --batch-size 4 --log-every 1 --data-dir " + dir.string() + " ";
+}
+
+std::string bytes_of(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Step 5 lies mid-epoch (epoch 1, position 16): the resumed run must dequeue exactly the
+// global batches the straight run dequeued, and continue the learning-rate schedule.
+TEST(SerialTowers, FiveStepsPlusResumeFiveEqualTenByteForByte) {
+  data::testing::TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path straight = dir.path() / "straight", split = dir.path() / "split";
+  auto a = run("02_serial_towers", flags + "--steps 10 --checkpoint-dir " + straight.string() +
+                                       " --save-params " + (dir.path() / "straight.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b1 = run("02_serial_towers", flags + "--steps 5 --checkpoint-dir " + split.string());
+  ASSERT_EQ(b1.exit_code, 0) << b1.output;
+  EXPECT_NE(b1.output.find("saved " + (split / "model.ckpt-5").string()), std::string::npos) << b1.output;
+  auto b2 = run("02_serial_towers", flags + "--steps 5 --resume --checkpoint-dir " + split.string() +
+                                        " --save-params " + (dir.path() / "split.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + (split / "model.ckpt-5").string() + " at step 5"),
+            std::string::npos) << b2.output;
+  EXPECT_NE(b2.output.find(": step 9, loss = "), std::string::npos) << b2.output;  // global steps
+  EXPECT_EQ(b2.last("steps"), "5");
+  EXPECT_EQ(b2.last("global_step"), "10");
+  EXPECT_EQ(a.last("global_step"), "10");
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  const std::string checkpoint = bytes_of(straight / "model.ckpt-10");
+  ASSERT_FALSE(checkpoint.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(checkpoint == bytes_of(split / "model.ckpt-10")) << "model.ckpt-10 differs";
+  const std::string params = bytes_of(dir.path() / "straight.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  EXPECT_TRUE(params == bytes_of(dir.path() / "split.params")) << "--save-params files differ";
+}
+
+TEST(SerialTowers, EvalPrintsPrecisionOfTheMovingAverages) {
+  data::testing::TempDir dir;
+  auto r = run("02_serial_towers", tiny_set(dir.path()) + "--steps 2 --eval");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 20 test images in batches of 4 (a tower's batch): 5 batches, 20 predictions.
+  EXPECT_NE(r.output.find("precision @ 1 = "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" of 20)"), std::string::npos) << r.output;
+  const double precision = r.number("precision_at_1");
+  EXPECT_GE(precision, 0.0);
+  EXPECT_LE(precision, 1.0);
+  EXPECT_EQ(r.last("towers"), "2");  // the existing keys stay
+}
+
+TEST(SerialTowers, BadCheckpointDirOrTestSetIsRefusedBeforeTraining) {
+  data::testing::TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path file = dir.path() / "a_file";
+  std::ofstream(file) << "not a folder";
+  auto refused = run("02_serial_towers", flags + "--steps 100000 --checkpoint-dir " + file.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("--checkpoint-dir"), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find(": step 0"), std::string::npos) << refused.output;
+  auto alone = run("02_serial_towers", flags + "--steps 1 --resume");
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_NE(alone.output.find("--resume needs --checkpoint-dir"), std::string::npos) << alone.output;
+  fs::resize_file(data::test_file(dir.path()), 100);  // truncated
+  auto eval = run("02_serial_towers", flags + "--steps 100000 --eval");
+  EXPECT_EQ(eval.exit_code, 2) << eval.output;
+  EXPECT_NE(eval.output.find("test_batch.bin"), std::string::npos) << eval.output;
+  EXPECT_EQ(eval.output.find(": step 0"), std::string::npos) << eval.output;
 }
 
 }  // namespace
