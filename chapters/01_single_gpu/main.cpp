@@ -38,8 +38,7 @@ int main(int argc, char** argv) {
                  "host backend: threads each op may use (default: one per core)")
       ->capture_default_str()->check(whole_number(1, 1024));
   add_checkpoint_flags(app, checkpoint_flags);
-  app.add_flag("--eval", eval, "after training, print precision @ 1 on the test set "
-                               "(moving averages of the parameters, as cifar10_eval.py)");
+  add_eval_flag(app, eval);
 
   return run_program(app, argc, argv, [&] {
     // Everything this run will write or read at the end is checked first: a typo costs
@@ -140,8 +139,7 @@ int main(int argc, char** argv) {
         .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
     if (test && !stop.requested()) {  // after Ctrl-C the user wants out: no evaluation
       Precision p = evaluate(device, *stream, network, averages.as<float>(), *test);
-      std::printf("precision @ 1 = %.3f (%lld of %lld)\n", p.precision_at_1(), p.correct,
-                  p.predictions);
+      print_precision(p);
       summary.add("precision_at_1", p.precision_at_1(), 4);
     }
     if (stop.requested()) summary.add("stopped_by", std::string(stop.signal_name()));

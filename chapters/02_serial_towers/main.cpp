@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
 
   return run_program(app, argc, argv, [&] {
     TowerTraining training(flags, probe);
@@ -32,7 +33,8 @@ int main(int argc, char** argv) {
     Device& host_side = training.runtime().device(0);
     Buffer params = host_side.allocate_pinned(n * sizeof(float));
     std::copy(training.initial_params(), training.initial_params() + n, params.as<float>());
-    std::vector<float> averages(params.as<float>(), params.as<float>() + n), grads(n);
+    const float* initial_averages = training.initial_averages();  // --seed's, or --resume's
+    std::vector<float> averages(initial_averages, initial_averages + n), grads(n);
     std::vector<Buffer> tower_grads;
     std::vector<const float*> tower_grad_ptrs;
     for (int i = 0; i < num_gpus; ++i) {
@@ -48,11 +50,12 @@ int main(int argc, char** argv) {
       }
     };
     copy_params_to_devices();
-    training.read_params_with([&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); });
+    training.read_params_with([&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); },
+                              [&](float* out) { std::copy(averages.begin(), averages.end(), out); });
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
-      StepScope step = training.step(global_step);
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
+      StepScope step = training.step(run_step);
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       // docs-begin: serial-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];

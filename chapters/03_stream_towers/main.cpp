@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
 
   return run_program(app, argc, argv, [&] {
     TowerTraining training(flags, probe);
@@ -35,17 +36,16 @@ int main(int argc, char** argv) {
     for (auto& replica : training.replicas()) {
       meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
     }
-    meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
+    meet.copy(averages.data(), training.initial_averages(), param_bytes, "copy params");
     meet.synchronize();
-    training.read_params_with([&](float* out) {
-      meet.copy(out, root.params.data(), param_bytes);
-      meet.synchronize();
-    });
+    training.read_params_with(  // parameters, then moving averages, to the host
+        [&](float* out) { meet.copy(out, root.params.data(), param_bytes); meet.synchronize(); },
+        [&](float* out) { meet.copy(out, averages.data(), param_bytes); meet.synchronize(); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
-      StepScope step = training.step(global_step);
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
+      StepScope step = training.step(run_step);
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       // docs-begin: enqueue-towers
       for (auto& tower : towers) {
         step.probe(*tower);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "harness/evaluate.hpp"
 
+#include <cstdio>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -45,6 +46,15 @@ Precision evaluate(Device& device, Stream& stream, model::Network& network, cons
   }
   result.predictions = num_iter * batch;
   return result;
+}
+
+void add_eval_flag(CLI::App& app, bool& eval) {
+  app.add_flag("--eval", eval, "after training, print precision @ 1 on the test set "
+                               "(moving averages of the parameters, as cifar10_eval.py)");
+}
+
+void print_precision(const Precision& p) {
+  std::printf("precision @ 1 = %.3f (%lld of %lld)\n", p.precision_at_1(), p.correct, p.predictions);
 }
 
 }  // namespace towers

@@ -3,6 +3,8 @@
 // moving averages of the parameters in place of the raw ones.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include "data/cifar10.hpp"
 #include "model/network.hpp"
 #include "runtime/device.hpp"
@@ -23,5 +25,11 @@ struct Precision {
 /// 10,112 predictions. Enqueues on `stream` and synchronizes it once at the end.
 Precision evaluate(Device& device, Stream& stream, model::Network& network, const float* params,
                    const data::Dataset& test);
+
+/// Adds --eval (into `eval`): after training, evaluate as cifar10_eval.py does.
+void add_eval_flag(CLI::App& app, bool& eval);
+
+/// Prints "precision @ 1 = P (correct of predictions)", cifar10_eval.py's line.
+void print_precision(const Precision& p);
 
 }  // namespace towers

@@ -8,6 +8,7 @@
 #include "cli/output_paths.hpp"
 #include "data/preprocess.hpp"
 #include "harness/divergence.hpp"
+#include "harness/evaluate.hpp"
 #include "model/checkpoint.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
@@ -26,9 +27,18 @@ void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) 
       ->check(writable_file());
 }
 
+void TowerTraining::add_checkpoint_flags(CLI::App& app, TrainingFlags& flags) {
+  towers::add_checkpoint_flags(app, flags.checkpoints);
+  add_eval_flag(app, flags.eval);
+  flags.resumable = true;
+}
+
 TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input,
                              int job_towers)
-    : flags_(flags), runtime_(Runtime::create(flags.runtime)) {
+    : flags_(flags),
+      checkpoints_(flags.checkpoints),
+      test_(flags.eval ? std::optional(load_test_set(flags.data_dir)) : std::nullopt),
+      runtime_(Runtime::create(flags.runtime)) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);
@@ -43,7 +53,24 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
     labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
   }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);
-  model::initialize_parameters(flags.seed, initial_params());
+  if (const auto& resumed = checkpoints_.resumed()) {
+    if (!queue_) throw std::logic_error("TowerTraining: resuming needs TowerInput::kGlobalBatch");
+    std::printf("resumed from %s at step %lld\n", checkpoints_.resumed_from().c_str(),
+                static_cast<long long>(resumed->global_step));
+    first_global_step_ = resumed->global_step;
+    std::copy(resumed->params.begin(), resumed->params.end(), initial_params());
+    initial_averages_ = resumed->moving_averages;
+    // The input continues where it stood, so resuming is the same as never stopping.
+    if (resumed->input) {
+      queue_->restore(*resumed->input);
+    } else {
+      std::printf("note: %s (format 1) has no input position: the input starts again at "
+                  "epoch 0\n", checkpoints_.resumed_from().c_str());
+    }
+  } else {
+    model::initialize_parameters(flags.seed, initial_params());
+    initial_averages_.assign(initial_params(), initial_params() + model::kNumParameters);
+  }
   log_ = std::make_unique<StepLog>(global_batch, job_towers_, flags.log_every, flags.steps);
   traces_ = std::make_unique<StepTraces>(*runtime_, flags.trace_files);
   if (probe) {
@@ -68,6 +95,8 @@ StepScope TowerTraining::step(int step) {
   step_open_ = true;
   return StepScope(*this, step);
 }
+
+std::int64_t StepScope::global_step() const { return training_.first_global_step_ + step_; }
 
 StepScope::~StepScope() { training_.step_open_ = false; }
 
@@ -132,8 +161,44 @@ void TowerTraining::end_step(int step, float loss) {
   if (read_params_ && parameter_check_due(step + 1)) {
     host_params_.resize(model::kNumParameters);
     read_params_(host_params_.data());
-    check_parameters(host_params_.data(), step);
+    check_parameters(host_params_.data(), first_global_step_ + step);
   }
+  save_checkpoint_if_due(step);
+}
+
+void TowerTraining::save_checkpoint_if_due(int step) {
+  const std::int64_t global_step = first_global_step_ + step + 1;  // steps taken
+  const bool last = step + 1 == flags_.steps || stop_->requested();
+  if (!checkpoints_.due(global_step, last)) return;
+  if (!read_params_ || !read_averages_ || !queue_) {
+    throw std::logic_error("--checkpoint-dir needs read_params_with() with both readers and the "
+                           "global batch");
+  }
+  model::TrainingState state{.global_step = global_step,
+                             .params = std::vector<float>(model::kNumParameters),
+                             .moving_averages = std::vector<float>(model::kNumParameters),
+                             .input = queue_->position()};
+  read_params_(state.params.data());
+  read_averages_(state.moving_averages.data());
+  check_parameters(state.params.data(), global_step - 1);  // a NaN weight can hide behind a ReLU
+  std::printf("saved %s\n", checkpoints_.save(state).string().c_str());
+}
+
+void TowerTraining::evaluate_if_asked(Summary& summary) {
+  if (!test_ || stop_->requested()) return;  // after Ctrl-C the user wants out: no evaluation
+  if (!read_averages_) throw std::logic_error("--eval needs read_params_with() with both readers");
+  // The moving averages, on tower 0's device, through tower 0's network (batch --batch-size).
+  Tower& tower = *set_.towers[0];
+  const std::size_t bytes = sizeof(float) * model::kNumParameters;
+  host_params_.resize(model::kNumParameters);
+  read_averages_(host_params_.data());
+  Buffer averages = tower.device->allocate(bytes);
+  tower.stream->copy(averages.data(), host_params_.data(), bytes);
+  tower.stream->synchronize();
+  runtime_->trace().set_enabled(false);  // the trace files were written: spans would pile up
+  const Precision p = evaluate(*tower.device, *tower.stream, *tower.network, averages.as<float>(), *test_);
+  print_precision(p);
+  summary.add("precision_at_1", p.precision_at_1(), 4);
 }
 
 void TowerTraining::watch_trace(std::function<void(const std::vector<TraceEvent>&)> watch) {
@@ -171,6 +236,10 @@ int TowerTraining::write_outputs_and_summary(const std::string& towers_meet, Sum
     summary.add("rendezvous", !probed_ ? "none" : rendezvous_->all_met() ? "met" : "timeout")
         .add("probe_concurrent_towers", rendezvous_->max_present());
   }
+  if (flags_.resumable) {  // as chapter 1: steps since --seed, resumed runs included
+    summary.add("global_step", static_cast<long long>(first_global_step_ + log_->steps()));
+  }
+  evaluate_if_asked(summary);
   if (stop_->requested()) summary.add("stopped_by", std::string(stop_->signal_name()));
   summary.append(extra).print();
   return stop_->exit_status(written ? 0 : 1);

@@ -13,12 +13,18 @@
 // every step and the parameters every kParameterCheckEvery steps and before
 // --save-params; finish() writes --save-params atomically, then the trace, then the
 // summary, and a failure of one output never drops the ones after it.
+// With chapter 1's checkpoint and eval flags (add_checkpoint_flags, chapter 2), it also
+// settles --checkpoint-dir and loads the --eval test set before anything else, resumes
+// (parameters, moving averages, the global batch's input position, the global step),
+// saves a checkpoint at the cadence and the last step from StepScope::end(), and
+// evaluates the moving averages in finish(): what chapter 1 does, in chapter 1's words.
 // Used from one host thread.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,8 +67,11 @@ class StepScope {
   /// parameters. Throws Diverged on a non-finite loss or parameter; std::logic_error when
   /// called twice or before enqueued().
   void end(float loss);
-  /// The global step this scope is.
+  /// This run's step: 0 .. --steps - 1.
   int index() const { return step_; }
+  /// The global step: index(), plus the checkpoint's step after --resume. The learning
+  /// rate and the moving averages' decay follow it, so a resumed run continues exactly.
+  std::int64_t global_step() const;
 
  private:
   friend class TowerTraining;
@@ -79,6 +88,11 @@ class TowerTraining {
   /// Adds the shared flags plus --probe and --save-params (into flags.save_params, checked
   /// writable at parse time) to `app`.
   static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe);
+  /// Adds chapter 1's --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present,
+  /// --overwrite and --eval (into flags.checkpoints, flags.eval). A chapter that adds them
+  /// starts from initial_params() and initial_averages(), passes read_params_with() both
+  /// readers and steps with StepScope::global_step(). Needs TowerInput::kGlobalBatch.
+  static void add_checkpoint_flags(CLI::App& app, TrainingFlags& flags);
 
   /// Builds runtime, towers and input; gives each simulated device one op thread;
   /// installs the graceful-stop handlers for SIGINT and SIGTERM.
@@ -104,12 +118,24 @@ class TowerTraining {
   /// The training set (the embedded synthetic set or --data-dir), kept for the run.
   const data::Dataset& train_set() const { return train_; }
 
-  /// The initial parameters (host, pinned), from --seed.
+  /// The initial parameters (host, pinned), from --seed, or the resumed checkpoint's.
   float* initial_params() { return initial_params_.as<float>(); }
+  /// The initial moving averages (host): the initial parameters, or the resumed checkpoint's.
+  const float* initial_averages() const { return initial_averages_.data(); }
 
   /// Says how to copy the current parameters (kNumParameters floats) to a host buffer:
-  /// used to check them for divergence and to write --save-params. Call once, before the loop.
-  void read_params_with(std::function<void(float* host)> read) { read_params_ = std::move(read); }
+  /// used to check them for divergence and to write --save-params and checkpoints; and
+  /// `read_averages` the moving averages (checkpoints, --eval; needed with
+  /// add_checkpoint_flags). Call once, before the loop.
+  void read_params_with(std::function<void(float* host)> read,
+                        std::function<void(float* host)> read_averages = {}) {
+    read_params_ = std::move(read);
+    read_averages_ = std::move(read_averages);
+  }
+
+  /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
+  /// and --save-params count global steps from there. Call before the loop.
+  void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
 
   /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
   /// and --save-params count global steps from there. Call before the loop.
@@ -167,8 +193,13 @@ class TowerTraining {
   void probe(Tower& tower);
   void end_enqueue();
   void end_step(int step, float loss);
+  void save_checkpoint_if_due(int step);
+  void evaluate_if_asked(Summary& summary);
 
   TrainingFlags flags_;
+  // First, so that a wrong --checkpoint-dir or a missing test set ends the run at once.
+  CheckpointDir checkpoints_;
+  std::optional<data::Dataset> test_;  // --eval
   std::unique_ptr<Runtime> runtime_;
   TowerSet set_;
   data::Dataset train_;
@@ -180,6 +211,8 @@ class TowerTraining {
   bool probed_ = false;  // the rendezvous was enqueued (step 0 ran with --probe)
   std::unique_ptr<GracefulStop> stop_;
   std::function<void(float*)> read_params_;
+  std::function<void(float*)> read_averages_;
+  std::vector<float> initial_averages_;
   std::vector<float> host_params_;  // where read_params_ copies to
   std::chrono::steady_clock::time_point step_start_;
   double enqueue_start_us_ = 0;

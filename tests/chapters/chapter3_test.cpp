@@ -7,6 +7,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "../data/temp_dir.hpp"
+#include "exact_resume.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "program.hpp"
@@ -109,6 +111,12 @@ TEST(StreamTowers, BatchLargerThanTheModelSupportsIsRefusedWithItsBound) {
   auto r = run("03_stream_towers", "--backend host --steps 1 --batch-size 65536");
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("9320"), std::string::npos) << r.output;
+}
+
+// Chapter 3 keeps chapter 1's checkpoints too (through the harness, as chapter 2).
+TEST(StreamTowers, FiveStepsPlusResumeFiveEqualTenByteForByte) {
+  data::testing::TempDir dir;
+  testing::expect_exact_resume("03_stream_towers", dir.path());
 }
 
 }  // namespace

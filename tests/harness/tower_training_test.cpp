@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 // harness/tower_training: the step scope holds the order a step needs — enqueued() once,
 // then end() once; one step open at a time; a step abandoned without end() (an exception
-// left the loop) is not logged — and the summary counts the steps that ended.
+// left the loop) is not logged — and the summary counts the steps that ended. With chapter
+// 1's checkpoint flags it saves at the cadence and resumes the state it saved.
 #include "harness/tower_training.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "../data/temp_dir.hpp"
 #include "harness/divergence.hpp"
+#include "model/checkpoint.hpp"
+#include "model/parameters.hpp"
 #include "small_cifar.hpp"
 
 namespace towers {
@@ -87,6 +93,60 @@ TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
   EXPECT_NE(printed.find(" towers=2 "), std::string::npos) << printed;
   EXPECT_NE(printed.find("towers_meet=test"), std::string::npos) << printed;
   EXPECT_NE(printed.find("step 1, loss = 2.00"), std::string::npos) << printed;
+  // Without add_checkpoint_flags the summary keeps its keys: no global_step, no precision.
+  EXPECT_EQ(printed.find("global_step="), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("precision_at_1="), std::string::npos) << printed;
+}
+
+// Runs `steps` steps that leave the parameters at `param` and the averages at `average`.
+void run_steps(TowerTraining& training, int steps, float param, float average) {
+  training.read_params_with([=](float* out) { std::fill_n(out, model::kNumParameters, param); },
+                            [=](float* out) { std::fill_n(out, model::kNumParameters, average); });
+  for (int i = 0; i < steps; ++i) {
+    StepScope step = training.step(i);
+    step.enqueued();
+    step.end(2.0f);
+  }
+}
+
+TEST_F(TowerTrainingTest, CheckpointsSaveAtTheCadenceAndResumeTheStateAndTheInput) {
+  data::testing::TempDir dir;
+  TrainingFlags flags = quick_flags();  // 2 towers of batch 2: global batch 4 of 80 images
+  flags.resumable = true;
+  flags.checkpoints.dir = dir.path().string();
+  flags.checkpoints.every = 2;
+  {
+    TowerTraining training(flags, false);
+    run_steps(training, 3, 1.0f, 2.0f);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "model.ckpt-2"));  // the cadence
+  const model::TrainingState saved = model::load_checkpoint(dir.path() / "model.ckpt-3");  // the last
+  EXPECT_EQ(saved.global_step, 3);
+  EXPECT_EQ(saved.params, std::vector<float>(model::kNumParameters, 1.0f));
+  EXPECT_EQ(saved.moving_averages, std::vector<float>(model::kNumParameters, 2.0f));
+  ASSERT_TRUE(saved.input.has_value());
+  EXPECT_EQ(saved.input->global_batch, 4u);
+  EXPECT_EQ(saved.input->position, 12u);
+
+  flags.checkpoints.resume = true;
+  TowerTraining resumed(flags, false);
+  EXPECT_EQ(resumed.initial_params()[0], 1.0f);
+  EXPECT_EQ(resumed.initial_averages()[model::kNumParameters - 1], 2.0f);
+  StepScope step = resumed.step(0);
+  EXPECT_EQ(step.index(), 0);
+  EXPECT_EQ(step.global_step(), 3);
+}
+
+TEST_F(TowerTrainingTest, ACheckpointWithoutTheAveragesReaderIsAProgrammingError) {
+  data::testing::TempDir dir;
+  TrainingFlags flags = quick_flags();
+  flags.checkpoints.dir = dir.path().string();
+  flags.steps = 1;
+  TowerTraining training(flags, false);
+  training.read_params_with([](float* out) { std::fill_n(out, model::kNumParameters, 1.0f); });
+  StepScope step = training.step(0);
+  step.enqueued();
+  EXPECT_THROW(step.end(2.0f), std::logic_error);
 }
 
 }  // namespace
