@@ -137,10 +137,6 @@ class TowerTraining {
   /// and --save-params count global steps from there. Call before the loop.
   void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
 
-  /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
-  /// and --save-params count global steps from there. Call before the loop.
-  void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
-
   /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
   bool stop_requested() const { return stop_->requested(); }
   /// Steps finished so far (StepScope::end() calls): --steps, or fewer after a graceful stop.
