@@ -17,8 +17,8 @@
 #include <memory>
 #include <vector>
 
-#include "data/iterator.hpp"
 #include "base/thread_pool.hpp"
+#include "data/iterator.hpp"
 #include "parallel/tower.hpp"
 
 namespace towers {
