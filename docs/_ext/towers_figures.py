@@ -7,6 +7,7 @@
 """
 from pathlib import Path
 
+from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 

@@ -30,6 +30,8 @@
 
 namespace towers::base {
 
+/// The project's one pool of host threads: run() for the input pipeline, parallel_for()
+/// (the caller runs a part) for the host ops. Nested calls run inline.
 class ThreadPool {
  public:
   /// Starts `threads` threads. Throws UsageError when `threads` < 1.
