@@ -7,23 +7,13 @@
 
 #include <string>
 
+#include "hand_made_spans.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
 
-TraceEvent op(int device, int tower, int step, const std::string& name, double start_us,
-              double end_us) {
-  TraceEvent e;
-  e.device = device;
-  e.stream = 0;
-  e.tower = tower;
-  e.step = step;
-  e.name = name;
-  e.start_us = start_us;
-  e.end_us = end_us;
-  return e;
-}
+using testing::op;
 
 const std::string kRing = span::ring_reduce_scatter("1/2");
 

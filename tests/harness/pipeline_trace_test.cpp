@@ -8,23 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "hand_made_spans.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
 
-TraceEvent op(int device, int tower, int step, const std::string& name, double start_us,
-              double end_us) {
-  TraceEvent e;
-  e.device = device;
-  e.stream = 0;
-  e.tower = tower;
-  e.step = step;
-  e.name = name;
-  e.start_us = start_us;
-  e.end_us = end_us;
-  return e;
-}
+using testing::op;
 
 TEST(PipelineTrace, AllReduceTimeSpansItsOpsOnAnyStreamWarmUpLeftOut) {
   PipelineTrace trace;
