@@ -14,6 +14,7 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
+#include "harness/tower_variables.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
@@ -55,7 +56,6 @@ int main(int argc, char** argv) {
                            from_queue ? TowerInput::kGlobalBatch : TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    const std::size_t param_bytes = kNumParameters * sizeof(float);
     std::unique_ptr<TowerInputs> inputs;  // none with --input queue
     if (!from_queue) {
       inputs = std::make_unique<TowerInputs>(training.train_set(), towers, input_flags, flags.seed);
@@ -63,27 +63,10 @@ int main(int argc, char** argv) {
     auto allreduce =
         make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
     // Every tower owns its variables: parameters and moving averages, on its device.
-    std::vector<Buffer> params, averages;
-    std::vector<float*> param_ptrs, grads;
-    std::vector<Stream*> streams;
-    for (auto& tower : towers) {
-      params.push_back(tower->device->allocate(param_bytes));
-      averages.push_back(tower->device->allocate(param_bytes));
-      for (Buffer* v : {&params.back(), &averages.back()}) {
-        tower->stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
-      }
-      param_ptrs.push_back(params.back().as<float>());
-      grads.push_back(tower->grads.as<float>());
-      streams.push_back(tower->stream.get());
-    }
-    training.runtime().synchronize();
+    TowerVariables vars(training);
     ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
-    training.read_params_with([&](float* out) {
-      streams[0]->copy(out, param_ptrs[0], param_bytes);
-      streams[0]->synchronize();
-    });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     double dequeue_ms = 0;  // --input queue: the training thread's time making global batches
 
@@ -98,29 +81,31 @@ int main(int argc, char** argv) {
         Tower& tower = *towers[i];
         if (from_queue) {  // chapter 3's input: copy slice i of the dequeued global batch
           step.probe(tower);
-          tower_loss(tower, param_ptrs[i], training.images(), training.labels());
+          tower_loss(tower, vars.params[i], training.images(), training.labels());
           continue;
         }
         const data::Batch batch = (*inputs)[i].next();  // made ahead: blocks only if behind
         step.probe(tower);
         tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
-        tower_loss(tower, param_ptrs[i], batch);        // returns at once
+        tower_loss(tower, vars.params[i], batch);       // returns at once
         (*inputs)[i].release(batch, *tower.stream);     // refilled after this step has read it
       }
       // docs-end: iterator-towers
       // docs-begin: allreduce-update
-      allreduce->average(grads, kNumParameters, streams);  // where towers meet: each waits for all
+      // Where towers meet: each tower's stream waits for all.
+      allreduce->average(vars.grads, kNumParameters, vars.streams);
       for (int i = 0; i < num_gpus; ++i) {  // every tower applies the same mean to its own copy
-        apply_gradients(*streams[i], learning_rate(global_step, steps_per_decay), grads[i],
-                        param_ptrs[i]);
-        update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
-                               averages[i].as<float>());
+        Stream& stream = *vars.streams[i];
+        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
+                        vars.params[i]);
+        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
+                               vars.averages[i]);
       }
       // docs-end: allreduce-update
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(global_step, param_ptrs);  // are the towers' copies still identical?
+      check.after_step(global_step, vars.params);  // are the towers' copies still identical?
     }
     const double input_wait_ms = inputs ? inputs->input_wait_ms() : dequeue_ms;
     Summary extra;

@@ -14,6 +14,7 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
+#include "harness/tower_variables.hpp"
 #include "model/gradient_layers.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -44,7 +45,6 @@ int main(int argc, char** argv) {
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    const std::size_t param_bytes = kNumParameters * sizeof(float);
     TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
@@ -53,22 +53,13 @@ int main(int argc, char** argv) {
                                           overlap_flags.overlap ? largest_bucket : kNumParameters);
     // As chapter 4, every tower owns its variables. New: a communication stream per tower,
     // an event per layer that the backward pass records, and one for "all buckets done".
-    std::vector<Buffer> params, averages;
-    std::vector<float*> param_ptrs, grads;
-    std::vector<Stream*> streams, comm_streams;
+    TowerVariables vars(training);
+    std::vector<Stream*> comm_streams;
     std::vector<std::unique_ptr<Stream>> comm_owned;
     std::vector<std::vector<std::unique_ptr<Event>>> layer_ready_owned;
     std::vector<std::vector<Event*>> layer_ready;  // [tower][layer], backward order
     std::vector<std::unique_ptr<Event>> reduced;   // [tower]: every bucket averaged
     for (auto& tower : towers) {
-      params.push_back(tower->device->allocate(param_bytes));
-      averages.push_back(tower->device->allocate(param_bytes));
-      for (Buffer* v : {&params.back(), &averages.back()}) {
-        tower->stream->copy(v->data(), training.initial_params(), param_bytes, "copy params");
-      }
-      param_ptrs.push_back(params.back().as<float>());
-      grads.push_back(tower->grads.as<float>());
-      streams.push_back(tower->stream.get());
       comm_owned.push_back(tower->device->create_stream());
       comm_owned.back()->set_tower(tower->index);
       comm_streams.push_back(comm_owned.back().get());
@@ -80,17 +71,12 @@ int main(int argc, char** argv) {
       }
       reduced.push_back(tower->device->create_wait_event());
     }
-    training.runtime().synchronize();
     ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
     PipelineTrace pipeline;
     OverlapTrace overlap;
     training.watch_trace([&](const std::vector<TraceEvent>& events) {
       pipeline.collect(events);
       overlap.collect(events);
-    });
-    training.read_params_with([&](float* out) {
-      streams[0]->copy(out, param_ptrs[0], param_bytes);
-      streams[0]->synchronize();
     });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     // --probe with overlap on: a rendezvous of tower 0's compute stream, right after
@@ -111,7 +97,7 @@ int main(int argc, char** argv) {
         step.probe(tower);
         tower.stream->wait(*batch.ready);
         // docs-begin: layer-events
-        tower_loss(tower, param_ptrs[i], batch, [&](int layer) {
+        tower_loss(tower, vars.params[i], batch, [&](int layer) {
           tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
           if (comm_probe && i == 0 && layer == 0 && global_step == probe_step) {
             comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
@@ -130,26 +116,28 @@ int main(int argc, char** argv) {
           for (int i = 0; i < num_gpus; ++i) {
             comm_streams[i]->wait(*layer_ready[i][bucket.last_layer]);  // not the whole pass
           }
-          allreduce->average(bucket_of(grads, bucket), bucket.count, comm_streams);
+          allreduce->average(bucket_of(vars.grads, bucket), bucket.count, comm_streams);
         }
         for (int i = 0; i < num_gpus; ++i) {  // the optimizer reads every bucket's mean
           comm_streams[i]->record(*reduced[i]);
-          streams[i]->wait(*reduced[i]);
+          vars.streams[i]->wait(*reduced[i]);
         }
         // docs-end: bucket-allreduce
       } else {
-        allreduce->average(grads, kNumParameters, streams);  // chapter 4: after the whole pass
+        // Chapter 4: one all-reduce after the whole backward pass.
+        allreduce->average(vars.grads, kNumParameters, vars.streams);
       }
       for (int i = 0; i < num_gpus; ++i) {
-        apply_gradients(*streams[i], learning_rate(global_step, steps_per_decay), grads[i],
-                        param_ptrs[i]);
-        update_moving_averages(*streams[i], moving_average_decay(global_step), param_ptrs[i],
-                               averages[i].as<float>());
+        Stream& stream = *vars.streams[i];
+        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
+                        vars.params[i]);
+        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
+                               vars.averages[i]);
       }
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(global_step, param_ptrs);
+      check.after_step(global_step, vars.params);
     }
     Summary extra;
     extra.add("allreduce", std::string(allreduce->name()))
