@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "harness/tower_training.hpp"
-#include "kernels/host/kernels.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
@@ -50,8 +49,9 @@ int main(int argc, char** argv) {
       }
     };
     copy_params_to_devices();
-    training.read_params_with([&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); },
-                              [&](float* out) { std::copy(averages.begin(), averages.end(), out); });
+    training.read_params_with(
+        [&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); },
+        [&](float* out) { std::copy(averages.begin(), averages.end(), out); });
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
@@ -71,8 +71,10 @@ int main(int argc, char** argv) {
       Trace& trace = training.runtime().trace();
       double start = trace.now_us();
       average_gradients_on_host(tower_grad_ptrs, n, grads.data());  // towers meet here
-      host::sgd_update(n, learning_rate(global_step, steps_per_decay), grads.data(), params.as<float>());
-      host::ema_update(n, moving_average_decay(global_step), params.as<float>(), averages.data());
+      apply_gradients_on_host(learning_rate(global_step, steps_per_decay), grads.data(),
+                              params.as<float>());
+      update_moving_averages_on_host(moving_average_decay(global_step), params.as<float>(),
+                                     averages.data());
       trace.add_host_span("average_gradients + apply", start);
       copy_params_to_devices();  // every device gets the new parameters
       // docs-end: host-average

@@ -40,6 +40,14 @@ void update_moving_averages(Stream& stream, float decay, const float* params, fl
   ops::ema_update(stream, static_cast<int>(kNumParameters), decay, params, shadow);
 }
 
+void apply_gradients_on_host(float lr, const float* grads, float* params) {
+  host::sgd_update(static_cast<math::Index>(kNumParameters), lr, grads, params);
+}
+
+void update_moving_averages_on_host(float decay, const float* params, float* shadow) {
+  host::ema_update(static_cast<math::Index>(kNumParameters), decay, params, shadow);
+}
+
 }  // namespace towers::model
 
 namespace towers::model {

@@ -33,6 +33,13 @@ void apply_gradients(Stream& stream, float lr, const float* grads, float* params
 /// Enqueues shadow -= (1 - decay) * (shadow - params) over the whole flat buffer.
 void update_moving_averages(Stream& stream, float decay, const float* params, float* shadow);
 
+/// apply_gradients() on host memory, run now on the calling thread: chapter 2's variables
+/// live on the host ("/cpu:0"), where its towers meet.
+void apply_gradients_on_host(float lr, const float* grads, float* params);
+
+/// update_moving_averages() on host memory, run now on the calling thread (chapter 2).
+void update_moving_averages_on_host(float decay, const float* params, float* shadow);
+
 /// As apply_gradients(), with the learning rate read from device memory when the op runs:
 /// a captured graph (chapter 7) then uses the value the host wrote before each launch.
 void apply_gradients(Stream& stream, const float* learning_rate, const float* grads, float* params);
