@@ -6,7 +6,7 @@
 namespace towers {
 
 TowerVariables::TowerVariables(TowerTraining& training) {
-  const std::size_t bytes = model::kNumParameters * sizeof(float);
+  constexpr std::size_t bytes = model::kNumParameters * sizeof(float);
   for (auto& tower : training.towers()) {
     for (std::vector<float*>* variable : {&params, &averages}) {
       owned_.push_back(tower->device->allocate(bytes));
@@ -17,7 +17,7 @@ TowerVariables::TowerVariables(TowerTraining& training) {
     streams.push_back(tower->stream.get());
   }
   training.runtime().synchronize();
-  training.read_params_with([this, bytes](float* out) {
+  training.read_params_with([this](float* out) {
     streams[0]->copy(out, params[0], bytes);
     streams[0]->synchronize();
   });

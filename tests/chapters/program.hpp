@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/process.hpp"
@@ -52,10 +53,30 @@ inline ProgramRun run(const std::string& program, const std::string& args,
   return result;
 }
 
+/// Whether `signal` is still pending for process `pid` (sent, not yet delivered to a
+/// handler): bit signal-1 of ShdPnd in /proc/PID/status. False once delivered, or when
+/// the process is gone.
+inline bool signal_pending(pid_t pid, int signal) {
+  std::FILE* status = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (status == nullptr) return false;
+  char line[256];
+  unsigned long long mask = 0;
+  while (std::fgets(line, sizeof line, status) != nullptr) {
+    if (std::sscanf(line, "ShdPnd: %llx", &mask) == 1) break;
+  }
+  std::fclose(status);
+  return (mask >> (signal - 1)) & 1u;
+}
+
 /// Starts `program` with `args` (split at spaces), reads its output until it contains
-/// `marker`, sends it `signal` (and, when `twice`, once more after it says it is
-/// stopping), then reads to the end and waits. Gives up after `timeout_s` seconds of
-/// output without the marker (SIGKILL; exit_code stays -1).
+/// `marker`, sends it `signal`, then reads to the end and waits. Gives up after
+/// `timeout_s` seconds of output without the marker (SIGKILL; exit_code stays -1).
+/// With `twice`, both signals must land inside one step. The marker line is written just
+/// before the program checks for a stop, and writing it wakes this reader, which on a
+/// loaded machine may run first: a signal sent at once can land before that check and
+/// stop the program cleanly. So the first signal goes 200 ms after the marker, in the
+/// next step, and the second as soon as the first has been delivered (no longer pending),
+/// not after the program's "stopping" line, which a loaded machine may print too late.
 inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
                                  const std::string& marker, int signal, bool twice = false,
                                  int timeout_s = 120) {
@@ -93,12 +114,16 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
     if (n <= 0) break;
     result.output.append(chunk, static_cast<std::size_t>(n));
     if (sent == 0 && result.output.find(marker) != std::string::npos) {
+      if (twice) std::this_thread::sleep_for(std::chrono::milliseconds(200));
       ::kill(pid, signal);
       sent = 1;
-    }
-    if (twice && sent == 1 && result.output.find("stopping after this step") != std::string::npos) {
-      ::kill(pid, signal);
-      sent = 2;
+      if (twice) {
+        // Two signals both pending at once are one signal; the second must come after
+        // the first was delivered (the handler blocks it until it returns).
+        while (signal_pending(pid, signal)) std::this_thread::yield();
+        ::kill(pid, signal);
+        sent = 2;
+      }
     }
   }
   ::close(out[0]);
