@@ -34,7 +34,7 @@ TEST(IteratorPlan, ShardsCoverEachEpochOnceExceptTheDroppedTail) {
   constexpr std::size_t kExamples = 103;  // a prime: no tower count or batch divides it
   for (int towers : {1, 2, 3, 4}) {
     for (int batch : {1, 5, 8}) {
-      SCOPED_TRACE(testing::Message() << towers << " towers, batch " << batch);
+      SCOPED_TRACE(::testing::Message() << towers << " towers, batch " << batch);
       const std::size_t batches = batches_per_epoch(kExamples, towers, batch);
       const auto order = epoch_order(kExamples, 3, 0);
       std::set<std::size_t> seen;

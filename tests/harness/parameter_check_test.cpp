@@ -71,11 +71,11 @@ TEST(ParameterCheck, ChecksEveryKStepsAndTheLast) {
 TEST(ParameterCheck, InjectedDivergenceIsCaught) {
   TwoTowers two;
   ParameterCheck check(two.towers, kCount, CheckFlags{/*check_every=*/1, /*inject=*/2}, 10);
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   check.after_step(0, two.ptrs);
   check.after_step(1, two.ptrs);
   EXPECT_THROW(check.after_step(2, two.ptrs), std::runtime_error);
-  testing::internal::GetCapturedStdout();
+  ::testing::internal::GetCapturedStdout();
   TwoTowers one(1);
   EXPECT_THROW(ParameterCheck(one.towers, kCount, CheckFlags{1, 0}, 10), UsageError);
 }

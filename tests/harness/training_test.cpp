@@ -41,9 +41,9 @@ TEST(WriteOutput, AFailureIsReportedAndReturnedNotThrown) {
   bool ran = false;
   EXPECT_TRUE(write_output([&] { ran = true; }));
   EXPECT_TRUE(ran);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const bool written = write_output([] { throw std::runtime_error("disk full"); });
-  const std::string printed = testing::internal::GetCapturedStderr();
+  const std::string printed = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(written);
   EXPECT_NE(printed.find("error: disk full"), std::string::npos) << printed;
 }

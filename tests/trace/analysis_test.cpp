@@ -7,13 +7,12 @@
 
 #include "trace/analysis.hpp"
 
+#include "tower_spans.hpp"
+
 namespace towers {
 namespace {
 
-// A span of `tower` on `device`, stream 0, from `start_ms` to `end_ms`.
-TraceEvent span(int device, int tower, double start_ms, double end_ms, int step = 0) {
-  return TraceEvent{device, 0, tower, step, "op", start_ms * 1000, end_ms * 1000};
-}
+using testing::span;
 
 TEST(TraceAnalysis, StaircaseHasOneTowerAtATimeAndNoOverlap) {
   std::vector<TraceEvent> events = {span(0, 0, 0, 10), span(1, 1, 10, 20), span(2, 2, 20, 30)};

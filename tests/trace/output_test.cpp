@@ -13,12 +13,12 @@
 #include "trace/export.hpp"
 #include "trace/timeline.hpp"
 
+#include "tower_spans.hpp"
+
 namespace towers {
 namespace {
 
-TraceEvent span(int device, int tower, double start_ms, double end_ms) {
-  return TraceEvent{device, 0, tower, 0, "op", start_ms * 1000, end_ms * 1000};
-}
+using testing::span;
 
 // The row of the timeline that starts with `label`.
 std::string row_of(const std::string& text, const std::string& label) {

@@ -38,7 +38,7 @@ void refuse_if_capturing(std::string_view op) {
                      "capture_graph() or after Graph::launch() (CUDA refuses it too)");
 }
 
-HostCapture::HostCapture(HostStream& origin) : origin_(origin) {
+HostCapture::HostCapture(HostStream& origin) {
   if (t_capture != nullptr) {
     throw CaptureError("cannot capture a graph inside another capture on the same thread");
   }

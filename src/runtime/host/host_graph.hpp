@@ -69,7 +69,6 @@ class HostCapture {
   Joined& joined(HostStream& stream);
   void close();
 
-  HostStream& origin_;
   std::vector<HostGraphNode> nodes_;
   std::vector<Joined> streams_;    // origin first, then in order of joining
   std::vector<HostEvent*> events_;  // recorded in this capture
