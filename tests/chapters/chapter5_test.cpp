@@ -3,7 +3,8 @@
 // train one tower each and meet in the all-reduce; the ring over MPI_Sendrecv reaches
 // chapter 4's parameters bit for bit (MPI_Allreduce to rounding); a divergence is caught;
 // a rank that dies, stalls or throws ends the job with a message, never a hang; the trace
-// has one process per rank; rank 0's checkpoints resume every rank exactly.
+// has one process per rank; rank 0's checkpoints resume every rank exactly, also after a
+// SIGTERM to one rank.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,10 @@
 #include <iterator>
 #include <regex>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include <signal.h>
 
 #include "../data/temp_dir.hpp"
 #include "base/process.hpp"
@@ -264,6 +269,59 @@ TEST(Ranks, EightStepsEqualFourPlusResumeFourByteForByte) {
   EXPECT_TRUE(final_params == bytes_of(split)) << "--save-params differ after the resume";
   EXPECT_TRUE(bytes_of(dir.path() / "a" / "model.ckpt-8") == bytes_of(dir.path() / "b" / "model.ckpt-8"))
       << "model.ckpt-8 differs after the resume";
+}
+
+// The pids of the 05_ranks processes whose command line contains `word` (a path unique to
+// one test), read from /proc: mpiexec starts them, so the test has no other way to name them.
+std::vector<pid_t> rank_pids(const std::string& word) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string program = cmdline.substr(0, cmdline.find('\0'));
+    if (program.ends_with("/05_ranks") && cmdline.find(word) != std::string::npos) {
+      pids.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return pids;
+}
+
+// A scheduler ending a job, or a user, may signal one rank alone. That rank finishes its
+// step; the ranks agree (MPI_Allreduce of the stop flag) to stop after the same step, save
+// a checkpoint of it and exit; --resume then continues as if nothing had happened: N steps
+// with the stop in between equal N straight, byte for byte.
+TEST(Ranks, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
+  data::testing::TempDir dir;
+  const std::string flags = resume_flags(dir.path(), "stopped");
+  const std::string command = "timeout -k 10 90 " TOWERS_MPIEXEC
+                              " --allow-run-as-root --oversubscribe -n 2 " TOWERS_BIN_DIR
+                              "/05_ranks " + flags + "--steps 100000";
+  auto stopped = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
+    const std::vector<pid_t> ranks = rank_pids((dir.path() / "stopped").string());
+    EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
+    if (!ranks.empty()) ::kill(ranks.back(), SIGTERM);  // one rank, whichever it is
+  });
+  EXPECT_EQ(stopped.exit_code, 143) << "the signalled rank's status\n" << stopped.output;
+  const std::string step = stopped.last("global_step");
+  ASSERT_FALSE(step.empty()) << "rank 0 ended with its summary\n" << stopped.output;
+  const int k = std::stoi(step);
+  EXPECT_GE(k, 2) << stopped.output;
+  EXPECT_LT(k, 100000) << stopped.output;
+  const auto saved = dir.path() / "stopped" / ("model.ckpt-" + step);
+  EXPECT_NE(stopped.output.find("saved " + saved.string()), std::string::npos) << stopped.output;
+
+  const auto straight = dir.path() / "straight.ckpt", resumed = dir.path() / "resumed.ckpt";
+  auto rest = run_ranks(2, flags + "--steps 3 --resume --save-params " + resumed.string());
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  EXPECT_EQ(rest.last("global_step"), std::to_string(k + 3)) << rest.output;
+  auto whole = run_ranks(2, resume_flags(dir.path(), "whole") + "--steps " +
+                                std::to_string(k + 3) + " --save-params " + straight.string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const std::string final_params = bytes_of(straight);
+  EXPECT_FALSE(final_params.empty());
+  EXPECT_TRUE(final_params == bytes_of(resumed)) << "--save-params differ after the stop";
 }
 
 // The checkpoint's global batch is ranks x batch: resumed with another rank count, the

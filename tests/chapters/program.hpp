@@ -68,41 +68,29 @@ inline bool signal_pending(pid_t pid, int signal) {
   return (mask >> (signal - 1)) & 1u;
 }
 
-/// Starts `program` with `args` (split at spaces), reads its output until it contains
-/// `marker`, sends it `signal`, then reads to the end and waits. Gives up after
-/// `timeout_s` seconds of output without the marker (SIGKILL; exit_code stays -1).
-/// With `twice`, both signals must land inside one step. The marker line is written just
-/// before the program checks for a stop, and writing it wakes this reader, which on a
-/// loaded machine may run first: a signal sent at once can land before that check and
-/// stop the program cleanly. So the first signal goes 200 ms after the marker, in the
-/// next step, and the second as soon as the first has been delivered (no longer pending),
-/// not after the program's "stopping" line, which a loaded machine may print too late.
-inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
-                                 const std::string& marker, int signal, bool twice = false,
-                                 int timeout_s = 120) {
+/// Starts `argv` (argv[0] a path) with its output on a pipe, reads that output until it
+/// contains `marker`, calls `on_marker(pid)` once, then reads to the end and waits. Kills
+/// it (SIGKILL; exit_code stays -1) if it still runs after `timeout_s` seconds.
+template <typename OnMarker>
+ProgramRun run_and_watch(std::vector<std::string> argv, const std::string& marker,
+                         OnMarker on_marker, int timeout_s = 120) {
   ProgramRun result;
   int out[2];
   if (::pipe(out) != 0) return result;
-  std::vector<std::string> words{std::string(TOWERS_BIN_DIR) + "/" + program};
-  for (std::size_t start = 0; start < args.size();) {
-    const std::size_t end = std::min(args.find(' ', start), args.size());
-    if (end > start) words.push_back(args.substr(start, end - start));
-    start = end + 1;
-  }
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(out[1], STDERR_FILENO);
     ::close(out[0]);
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+    std::vector<char*> args;
+    for (auto& word : argv) args.push_back(word.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
     ::_exit(127);
   }
   ::close(out[1]);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int sent = 0;
+  bool seen = false;
   char chunk[4096];
   for (;;) {
     pollfd ready{out[0], POLLIN, 0};
@@ -113,17 +101,9 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
     const ssize_t n = ::read(out[0], chunk, sizeof chunk);
     if (n <= 0) break;
     result.output.append(chunk, static_cast<std::size_t>(n));
-    if (sent == 0 && result.output.find(marker) != std::string::npos) {
-      if (twice) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-      ::kill(pid, signal);
-      sent = 1;
-      if (twice) {
-        // Two signals both pending at once are one signal; the second must come after
-        // the first was delivered (the handler blocks it until it returns).
-        while (signal_pending(pid, signal)) std::this_thread::yield();
-        ::kill(pid, signal);
-        sent = 2;
-      }
+    if (!seen && result.output.find(marker) != std::string::npos) {
+      seen = true;
+      on_marker(pid);
     }
   }
   ::close(out[0]);
@@ -134,6 +114,34 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
   return result;
 }
 
+/// Runs `program` with `args` (split at spaces) and sends it `signal` once its output
+/// contains `marker`; see run_and_watch.
+/// With `twice`, both signals must land inside one step. The marker line is written just
+/// before the program checks for a stop, and writing it wakes this reader, which on a
+/// loaded machine may run first: a signal sent at once can land before that check and
+/// stop the program cleanly. So the first signal goes 200 ms after the marker, in the
+/// next step, and the second as soon as the first has been delivered (no longer pending),
+/// not after the program's "stopping" line, which a loaded machine may print too late.
+inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
+                                 const std::string& marker, int signal, bool twice = false,
+                                 int timeout_s = 120) {
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) argv.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  return run_and_watch(std::move(argv), marker, [&](pid_t pid) {
+    if (twice) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ::kill(pid, signal);
+    if (twice) {
+      // Two signals both pending at once are one signal; the second must come after
+      // the first was delivered (the handler blocks it until it returns).
+      while (signal_pending(pid, signal)) std::this_thread::yield();
+      ::kill(pid, signal);
+    }
+  }, timeout_s);
+}
 
 /// A file `prefix-name` in a folder of this test process's own under the temp directory;
 /// the folder goes when the process exits.
