@@ -15,6 +15,9 @@
 // runs, so the step is about max(C, A) + the last bucket's all-reduce, which cannot start
 // before the backward pass ends: expect = max(C, A) + A * last/total, last/total the last
 // bucket's share of the gradient bytes (latency ignored). One bucket gives expect = C + A.
+// The model lets the all-reduce overlap the forward pass too, which no bucket can (each is
+// ready only in the backward pass): where A is larger than the backward pass the step is
+// nearer F + A, F the forward pass (bench/results/2026-12-01-host-2core-overlap.md).
 // Link "0" is unlimited (no --link-gbps). same loss: on and off end with the same loss
 // (two towers: the same bits, see chapter6_test).
 #include <unistd.h>
@@ -36,7 +39,7 @@ namespace towers {
 namespace {
 
 struct BenchOptions {
-  std::vector<double> links = {0, 1, 0.25};  // Gb/s; 0: unlimited
+  std::vector<double> links = {0, 1, 0.5, 0.25};  // Gb/s; 0: unlimited
   std::vector<double> bucket_mb = {0, 1, 25};
   int devices = 2;
   int batch_size = 32;
