@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A small CIFAR-10 folder (5 x 16 training images, 16 test images) for the harness tests
-// that read --data-dir, made once per test process and removed at its exit.
+// that read --data-dir, made once per test process and removed at its exit; and the flags
+// of a quick run on it.
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 #include "base/temp_dir.hpp"
 #include "data/cifar10.hpp"
 #include "data/synthetic.hpp"
+#include "harness/training.hpp"
 
 namespace towers::testing {
 
@@ -27,6 +29,19 @@ inline const std::string& small_cifar_dir() {
   };
   static const Folder folder;
   return folder.path;
+}
+
+/// Two towers of batch 2 on the host backend, reading small_cifar_dir(), for `steps` steps,
+/// each logged.
+inline TrainingFlags two_host_towers(int steps) {
+  TrainingFlags flags;
+  flags.runtime.backend = BackendChoice::kHost;
+  flags.runtime.devices = 2;
+  flags.layout.batch_size = 2;
+  flags.data_dir = small_cifar_dir();
+  flags.steps = steps;
+  flags.log_every = 1;
+  return flags;
 }
 
 }  // namespace towers::testing

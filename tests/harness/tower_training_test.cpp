@@ -22,17 +22,6 @@
 namespace towers {
 namespace {
 
-TrainingFlags quick_flags() {
-  TrainingFlags flags;
-  flags.runtime.backend = BackendChoice::kHost;
-  flags.runtime.devices = 2;
-  flags.layout.batch_size = 2;
-  flags.data_dir = testing::small_cifar_dir();
-  flags.steps = 3;
-  flags.log_every = 1;
-  return flags;
-}
-
 class TowerTrainingTest : public ::testing::Test {
  protected:
   void SetUp() override { ::testing::internal::CaptureStdout(); }
@@ -40,7 +29,7 @@ class TowerTrainingTest : public ::testing::Test {
 };
 
 TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
-  TowerTraining training(quick_flags(), /*probe=*/false);
+  TowerTraining training(testing::two_host_towers(3), /*probe=*/false);
   StepScope step = training.step(0);
   EXPECT_EQ(step.index(), 0);
   EXPECT_THROW(step.end(2.0f), std::logic_error) << "end() before enqueued()";
@@ -53,7 +42,7 @@ TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
 }
 
 TEST_F(TowerTrainingTest, OneStepIsOpenAtATimeAndAnAbandonedOneIsNotLogged) {
-  TowerTraining training(quick_flags(), false);
+  TowerTraining training(testing::two_host_towers(3), false);
   {
     StepScope abandoned = training.step(0);
     EXPECT_THROW(training.step(1), std::logic_error);
@@ -67,7 +56,7 @@ TEST_F(TowerTrainingTest, OneStepIsOpenAtATimeAndAnAbandonedOneIsNotLogged) {
 }
 
 TEST_F(TowerTrainingTest, ANonFiniteLossStopsTheStep) {
-  TowerTraining training(quick_flags(), false);
+  TowerTraining training(testing::two_host_towers(3), false);
   StepScope step = training.step(0);
   step.enqueued();
   EXPECT_THROW(step.end(std::numeric_limits<float>::quiet_NaN()), Diverged);
@@ -76,7 +65,7 @@ TEST_F(TowerTrainingTest, ANonFiniteLossStopsTheStep) {
 
 TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
   {
-    TowerTraining training(quick_flags(), false);
+    TowerTraining training(testing::two_host_towers(3), false);
     EXPECT_EQ(training.num_towers(), 2);
     ASSERT_NE(training.images(), nullptr);
     for (int global_step = 0; global_step < 2; ++global_step) {
@@ -111,7 +100,7 @@ void run_steps(TowerTraining& training, int steps, float param, float average) {
 
 TEST_F(TowerTrainingTest, CheckpointsSaveAtTheCadenceAndResumeTheStateAndTheInput) {
   data::testing::TempDir dir;
-  TrainingFlags flags = quick_flags();  // 2 towers of batch 2: global batch 4 of 80 images
+  TrainingFlags flags = testing::two_host_towers(3);  // 2 towers of batch 2: global batch 4 of 80 images
   flags.resumable = true;
   flags.checkpoints.dir = dir.path().string();
   flags.checkpoints.every = 2;
@@ -139,7 +128,7 @@ TEST_F(TowerTrainingTest, CheckpointsSaveAtTheCadenceAndResumeTheStateAndTheInpu
 
 TEST_F(TowerTrainingTest, ACheckpointWithoutTheAveragesReaderIsAProgrammingError) {
   data::testing::TempDir dir;
-  TrainingFlags flags = quick_flags();
+  TrainingFlags flags = testing::two_host_towers(3);
   flags.checkpoints.dir = dir.path().string();
   flags.steps = 1;
   TowerTraining training(flags, false);

@@ -19,16 +19,6 @@ namespace {
 
 constexpr std::size_t kBytes = model::kNumParameters * sizeof(float);
 
-TrainingFlags two_towers() {
-  TrainingFlags flags;
-  flags.runtime.backend = BackendChoice::kHost;
-  flags.runtime.devices = 2;
-  flags.layout.batch_size = 2;
-  flags.data_dir = testing::small_cifar_dir();
-  flags.steps = 1;
-  return flags;
-}
-
 std::vector<float> read(Stream& stream, const float* device_values) {
   std::vector<float> host(model::kNumParameters);
   stream.copy(host.data(), device_values, kBytes);
@@ -38,7 +28,7 @@ std::vector<float> read(Stream& stream, const float* device_values) {
 
 TEST(TowerVariables, EveryTowerOwnsItsVariablesStartingFromTheInitialParameters) {
   ::testing::internal::CaptureStdout();
-  TowerTraining training(two_towers(), /*probe=*/false);
+  TowerTraining training(testing::two_host_towers(1), /*probe=*/false);
   TowerVariables vars(training);
   ::testing::internal::GetCapturedStdout();
   const int n = training.num_towers();
@@ -62,7 +52,7 @@ TEST(TowerVariables, EveryTowerOwnsItsVariablesStartingFromTheInitialParameters)
 
 TEST(TowerVariables, SaveParamsWritesTowerZerosCurrentParameters) {
   base::TempDir dir("tower-variables");
-  TrainingFlags flags = two_towers();
+  TrainingFlags flags = testing::two_host_towers(1);
   flags.save_params = (dir.path() / "params.ckpt").string();
   ::testing::internal::CaptureStdout();
   TowerTraining training(flags, /*probe=*/false);
