@@ -40,18 +40,22 @@ std::filesystem::path temp_file(const std::string& name) {
   return testing::temp_file("towers-ch5", name);
 }
 
-// mpiexec -n `ranks` 05_ranks `args`, bounded by `timeout` so that a hang fails the test
-// instead of stalling ctest. Also measures how long the job took.
 struct RankRun : testing::ProgramRun {
   double seconds = 0;
 };
+
+// mpiexec -n `ranks` 05_ranks `args`, bounded by `timeout_s` so that a hang fails the test
+// instead of stalling ctest.
+std::string ranks_command(int ranks, const std::string& args, int timeout_s) {
+  return "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
+         " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
+         " " TOWERS_BIN_DIR "/05_ranks " + args;
+}
+// Runs ranks_command() to the end; also measures how long the job took.
 RankRun run_ranks(int ranks, const std::string& args, int timeout_s = 90) {
   const auto start = base::Clock::now();
   RankRun result;
-  const std::string command = "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
-                              " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
-                              " " TOWERS_BIN_DIR "/05_ranks " + args + " 2>&1";
-  auto ran = base::run_command(command);
+  auto ran = base::run_command(ranks_command(ranks, args, timeout_s) + " 2>&1");
   result.exit_code = ran.exit_code;
   result.output = std::move(ran.output);
   result.summaries = parse_summaries(result.output);
@@ -295,9 +299,7 @@ std::vector<pid_t> rank_pids(const std::string& word) {
 TEST(Ranks, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
   data::testing::TempDir dir;
   const std::string flags = resume_flags(dir.path(), "stopped");
-  const std::string command = "timeout -k 10 90 " TOWERS_MPIEXEC
-                              " --allow-run-as-root --oversubscribe -n 2 " TOWERS_BIN_DIR
-                              "/05_ranks " + flags + "--steps 100000";
+  const std::string command = ranks_command(2, flags + "--steps 100000", 90);
   auto stopped = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
     const std::vector<pid_t> ranks = rank_pids((dir.path() / "stopped").string());
     EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
