@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ctest -L two-hosts: chapter 5 across two "machines" made by scripts/two-hosts (two network
+# ctest -L two-hosts: chapters 5 and 6 across two "machines" made by scripts/two-hosts (two network
 # namespaces and a veth pair), one rank on each, as a learner runs it. Each case makes its
 # own pair (its own TWO_HOSTS_PREFIX, so cases may run at once), bounds every run with
 # timeout, and removes the pair on any exit. Exit 77 (ctest: Skipped) with the reason when
 # this machine cannot make namespaces.
-#   bits    --save-params across the cable (shaped to 1 Gb/s; with 2 % loss where nft
-#           exists) equals the one-machine run's, byte for byte
+#   bits    chapter 5's and chapter 6's (06_overlap_ranks) --save-params across the cable
+#           (shaped to 1 Gb/s; with 2 % loss where nft exists) equal chapter 5 on one
+#           machine and one-process chapter 6, byte for byte
 #   bytes   bytes the cable carried per step (its counters; steps 5 minus steps 1, /4)
 #           against the all-reduce's 2(N-1)/N x 4 x 1,068,298 each way, overhead 0-2 % (measured 0.17 %)
 #   kill    a rank on the second machine killed (SIGKILL) ends the job naming it and its node
@@ -55,6 +56,16 @@ bits)
   echo "$out" | grep -q "summary: .*ranks=2" || fail "no summary with ranks=2: $out"
   cmp "$tmp/one.ckpt" "$tmp/two.ckpt" || fail "--save-params differ across the cable"
   echo "two machines (${up[*]}): --save-params equal the one-machine run's, $(stat -c %s "$tmp/one.ckpt") bytes"
+  # Chapter 6 across the cable (buckets all-reduced during the backward pass) and chapter 6
+  # in one process: the same bits as chapter 5 (two ranks: a + b == b + a).
+  bounded 120 "$script" run -- "$bin/06_overlap_ranks" $small --steps 3 --bucket-mb 1 \
+    --save-params "$tmp/six.ckpt"
+  [ "$rc" -eq 0 ] || fail "chapter 6 on two machines: exit $rc: $out"
+  bounded 90 "$bin/06_overlap" $small --steps 3 --devices 2 --save-params "$tmp/six-one.ckpt"
+  [ "$rc" -eq 0 ] || fail "chapter 6 in one process: exit $rc: $out"
+  cmp "$tmp/one.ckpt" "$tmp/six.ckpt" || fail "chapter 6 across the cable differs from chapter 5"
+  cmp "$tmp/one.ckpt" "$tmp/six-one.ckpt" || fail "one-process chapter 6 differs from chapter 5"
+  echo "chapter 6 across the cable and in one process: the same bytes"
   ;;
 bytes)
   bounded 30 "$script" up || fail "up: $out"
