@@ -58,6 +58,16 @@ int main(int argc, char** argv) {
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
+    // The simulated link slows copies between one process's devices; here each rank has
+    // one device and the gradients cross a real link (MPI), which the flag cannot slow.
+    if (flags.runtime.link.limited()) {
+      throw UsageError("--link-gbps and --link-latency-us model the link between the "
+                       "simulated devices of one process (the other chapters, with --devices "
+                       "2 or more); chapter 5's ranks talk over MPI on a real link. Leave them "
+                       "out; to slow that link, run the ranks on two machines: "
+                       "scripts/two-hosts up --rate 500mbit, then scripts/two-hosts run -- "
+                       "build/bin/05_ranks ...");
+    }
     // Rank 0 alone settles --checkpoint-dir and reads the checkpoint to resume (the other
     // ranks may be on machines that do not see the folder); a refusal there ends every
     // rank before step 0, with rank 0's message. The resumed state is then every rank's.

@@ -188,6 +188,21 @@ TEST(Ranks, NcclOnTheHostBackendIsAUsageErrorSaidOnce) {
   EXPECT_EQ(r.output.find(said, first + 1), std::string::npos) << "rank 0 alone says it\n" << r.output;
 }
 
+// The simulated link slows copies between one process's devices; a rank has one device and
+// talks over MPI, so the flags would do nothing: refused, saying where they apply.
+TEST(Ranks, TheSimulatedLinksFlagsAreRefusedSayingWhereTheyApply) {
+  for (const std::string flag : {"--link-gbps 1", "--link-latency-us 100"}) {
+    auto r = run_ranks(2, kSmall + "--steps 1 " + flag, 30);
+    EXPECT_EQ(r.exit_code, 2) << flag << "\n" << r.output;
+    EXPECT_TRUE(r.summaries.empty()) << r.output;
+    const std::string said = "model the link between the simulated devices of one process";
+    const auto first = r.output.find(said);
+    ASSERT_NE(first, std::string::npos) << flag << "\n" << r.output;
+    EXPECT_EQ(r.output.find(said, first + 1), std::string::npos) << "rank 0 alone says it\n" << r.output;
+    EXPECT_NE(r.output.find("scripts/two-hosts up --rate"), std::string::npos) << r.output;
+  }
+}
+
 // The gathered trace: one Chrome-trace process per rank, and every rank's all-reduce of a
 // step overlaps every other's on rank 0's clock: none can finish before all have started.
 TEST(Ranks, TraceHasOneProcessPerRankMeetingInTheAllReduce) {

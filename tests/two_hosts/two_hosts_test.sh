@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# ctest -L two-hosts: chapters 5 and 6 across two "machines" made by scripts/two-hosts (two network
+# namespaces and a veth pair), one rank on each, as a learner runs it. Each case makes its
+# own pair (its own TWO_HOSTS_PREFIX, so cases may run at once), bounds every run with
+# timeout, and removes the pair on any exit. Exit 77 (ctest: Skipped) with the reason when
+# this machine cannot make namespaces.
+#   bits    chapter 5's and chapter 6's (06_overlap_ranks) --save-params across the cable
+#           (shaped to 1 Gb/s; with 2 % loss where nft exists) equal chapter 5 on one
+#           machine and one-process chapter 6, byte for byte
+#   bytes   bytes the cable carried per step (its counters; steps 5 minus steps 1, /4)
+#           against the all-reduce's 2(N-1)/N x 4 x 1,068,298 each way, overhead 0-2 % (measured 0.17 %)
+#   kill    a rank on the second machine killed (SIGKILL) ends the job naming it and its node
+#   cut     the cable cut for good mid-run ends the job within 30 s naming the lost node
+set -uo pipefail
+root=${1:?usage: two_hosts_test.sh <source dir> <bin dir> <case>}
+bin=${2:?bin dir}
+case_name=${3:?case}
+script="$root/scripts/two-hosts"
+export TWO_HOSTS_PREFIX="tht-$case_name"
+small="--backend host --batch-size 8 --log-every 1"
+tmp=$(mktemp -d /tmp/two-hosts-test.XXXXXX)
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+cleanup() { "$script" down >/dev/null 2>&1; rm -rf "$tmp"; }
+
+[ "$(id -u)" -eq 0 ] || skip "not root: scripts/two-hosts needs root to make network namespaces"
+command -v ip >/dev/null || skip "no ip command (iproute2)"
+ip netns list >/dev/null 2>&1 || skip "this kernel or container does not allow network namespaces"
+command -v mpirun >/dev/null || skip "no mpirun"
+trap cleanup EXIT
+
+# Runs a command bounded by `timeout`; its output (stdout and stderr) in $out, status in $rc.
+bounded() {
+  local seconds=$1; shift
+  out=$(timeout -k 5 "$seconds" "$@" 2>&1); rc=$?
+}
+cable_bytes() {  # bytes host1's end of the cable has sent plus received
+  local c=/sys/class/net/$TWO_HOSTS_PREFIX-v1/statistics
+  echo $(( $(ip netns exec "$TWO_HOSTS_PREFIX-host1" cat "$c/tx_bytes") +
+           $(ip netns exec "$TWO_HOSTS_PREFIX-host1" cat "$c/rx_bytes") ))
+}
+
+case $case_name in
+bits)
+  up=(--rate 1gbit)
+  command -v nft >/dev/null && up+=(--loss 2) || echo "note: no nft, so no packet loss in this run"
+  bounded 30 "$script" up "${up[@]}" || fail "up: $out"
+  echo "$out"
+  bounded 90 mpirun --allow-run-as-root --oversubscribe -n 2 "$bin/05_ranks" $small --steps 3 \
+    --save-params "$tmp/one.ckpt"
+  [ "$rc" -eq 0 ] || fail "one machine: exit $rc: $out"
+  bounded 120 "$script" run -- "$bin/05_ranks" $small --steps 3 --save-params "$tmp/two.ckpt"
+  [ "$rc" -eq 0 ] || fail "two machines: exit $rc: $out"
+  echo "$out" | grep -q "summary: .*ranks=2" || fail "no summary with ranks=2: $out"
+  cmp "$tmp/one.ckpt" "$tmp/two.ckpt" || fail "--save-params differ across the cable"
+  echo "two machines (${up[*]}): --save-params equal the one-machine run's, $(stat -c %s "$tmp/one.ckpt") bytes"
+  # Chapter 6 across the cable (buckets all-reduced during the backward pass) and chapter 6
+  # in one process: the same bits as chapter 5 (two ranks: a + b == b + a).
+  bounded 120 "$script" run -- "$bin/06_overlap_ranks" $small --steps 3 --bucket-mb 1 \
+    --save-params "$tmp/six.ckpt"
+  [ "$rc" -eq 0 ] || fail "chapter 6 on two machines: exit $rc: $out"
+  bounded 90 "$bin/06_overlap" $small --steps 3 --devices 2 --save-params "$tmp/six-one.ckpt"
+  [ "$rc" -eq 0 ] || fail "chapter 6 in one process: exit $rc: $out"
+  cmp "$tmp/one.ckpt" "$tmp/six.ckpt" || fail "chapter 6 across the cable differs from chapter 5"
+  cmp "$tmp/one.ckpt" "$tmp/six-one.ckpt" || fail "one-process chapter 6 differs from chapter 5"
+  echo "chapter 6 across the cable and in one process: the same bytes"
+  ;;
+bytes)
+  bounded 30 "$script" up || fail "up: $out"
+  per_run=()
+  for steps in 1 5; do
+    before=$(cable_bytes)
+    bounded 120 "$script" run -- "$bin/05_ranks" $small --steps $steps
+    [ "$rc" -eq 0 ] || fail "$steps steps: exit $rc: $out"
+    per_run+=($(( $(cable_bytes) - before )))
+  done
+  # Two directions, each carrying 2(N-1)/N x 4 x 1,068,298 bytes a step (N = 2).
+  expected=$(( 2 * 4 * 1068298 ))
+  per_step=$(( (per_run[1] - per_run[0]) / 4 ))
+  overhead=$(awk -v m="$per_step" -v e="$expected" 'BEGIN { printf "%.2f", 100 * (m - e) / e }')
+  echo "cable bytes: 1 step ${per_run[0]}, 5 steps ${per_run[1]}; per step $per_step," \
+       "all-reduce payload $expected (both ways); overhead $overhead %"
+  awk -v o="$overhead" 'BEGIN { exit !(o >= 0 && o <= 2) }' ||
+    fail "per-step bytes are $overhead % off the all-reduce's payload (expected 0-2 % of headers)"
+  ;;
+kill)
+  bounded 30 "$script" up || fail "up: $out"
+  start=$(date +%s)
+  bounded 60 "$script" run -- "$bin/05_ranks" $small --steps 50 --fail-rank 1 --fail-at-step 2 --fail-how kill
+  took=$(( $(date +%s) - start ))
+  # mpirun passes on the killed rank's status (137 = 128 + SIGKILL), so the time tells a
+  # timeout (60 s) from an error.
+  [ "$rc" -ne 0 ] && [ "$took" -lt 50 ] || fail "exit $rc after $took s (bound 50 s): $out"
+  echo "$out" | grep -q "rank 1 fails (kill) at step 2" || fail "the fault did not happen: $out"
+  echo "$out" | grep -q "process rank 1 .*on node $TWO_HOSTS_PREFIX-host1" || fail "rank 1's node not named: $out"
+  echo "$out" | grep -q "signal 9" || fail "the signal not named: $out"
+  echo "$out" | tail -n 12
+  echo "killed rank on the second machine: job ended in $took s with exit $rc"
+  ;;
+cut)
+  command -v nft >/dev/null || skip "no nft (apt-get install nftables): scripts/two-hosts cut needs it"
+  bounded 30 "$script" up || fail "up: $out"
+  log="$tmp/run.log"
+  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 60 \
+    >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
+  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  "$script" cut || fail "cut failed"
+  cut_at=$(date +%s.%N)
+  wait "$job"; rc=$?
+  took=$(awk -v a="$cut_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  out=$(cat "$log")
+  [ "$rc" -ne 0 ] || fail "exit 0 after the cut: $out"
+  awk -v t="$took" 'BEGIN { exit !(t <= 30) }' || fail "the job took $took s after the cut (bound 30 s)"
+  echo "$out" | grep -q "lost communication with a remote daemon" || fail "no lost-daemon error: $out"
+  echo "$out" | grep -q "on node $TWO_HOSTS_PREFIX-host1" || fail "the lost node not named: $out"
+  echo "$out" | tail -n 12
+  echo "cable cut for good: job ended $took s after the cut, exit $rc"
+  ;;
+*) fail "unknown case '$case_name'" ;;
+esac
+exit 0
