@@ -22,8 +22,13 @@ set(svg ${OUT_DIR}/${NAME}.svg)
 set(json ${OUT_DIR}/${NAME}.json)
 file(REMOVE ${txt} ${svg} ${json} ${OUT_DIR}/${NAME}.stamp)
 
+# NO_TRACE (optional): no trace files, for a long run whose pages show only its output.
+set(trace_args --trace ${json} --trace-svg ${svg})
+if(NO_TRACE)
+  set(trace_args)
+endif()
 execute_process(
-  COMMAND ${launcher} ${PROGRAM} --backend host ${args} --trace ${json} --trace-svg ${svg}
+  COMMAND ${launcher} ${PROGRAM} --backend host ${args} ${trace_args}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
@@ -31,7 +36,7 @@ endif()
 if(NOT out MATCHES "summary: ")
   message(FATAL_ERROR "docs: ${PROGRAM} printed no `summary:` line; every program ends with one")
 endif()
-if(NOT EXISTS ${svg})
+if(NOT NO_TRACE AND NOT EXISTS ${svg})
   message(FATAL_ERROR "docs: ${PROGRAM} wrote no SVG timeline to ${svg}")
 endif()
 # "trace: wrote /abs/path/NAME.svg": the page shows the file name, not this machine's path.
@@ -65,18 +70,23 @@ endif()
 string(TIMESTAMP now "%Y-%m-%d %H:%M:%S UTC" UTC)
 file(SHA256 ${PROGRAM} binary_sha)
 file(SHA256 ${txt} txt_sha)
-file(SHA256 ${svg} svg_sha)
-file(SHA256 ${json} json_sha)
 string(SUBSTRING ${txt_sha} 0 12 run_id)
+set(shown_trace " --trace ${NAME}.json --trace-svg ${NAME}.svg")
+set(trace_stamp "")
+if(NO_TRACE)  # no svg_sha256 in the stamp: check_fresh.cmake looks for no picture
+  set(shown_trace "")
+else()
+  file(SHA256 ${svg} svg_sha)
+  file(SHA256 ${json} json_sha)
+  set(trace_stamp "svg_sha256=${svg_sha}\njson_sha256=${json_sha}\n")
+endif()
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_launcher}${shown_program} --backend host ${ARGS} --trace ${NAME}.json --trace-svg ${NAME}.svg
+command=${shown_launcher}${shown_program} --backend host ${ARGS}${shown_trace}
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}
-svg_sha256=${svg_sha}
-json_sha256=${json_sha}
-run_id=${run_id}
+${trace_stamp}run_id=${run_id}
 commit=${commit}
 time=${now}
 ")

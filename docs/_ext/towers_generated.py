@@ -105,6 +105,7 @@ class OutputDirective(GeneratedDirective):
 
 
 KEY_ROW = re.compile(r"^\|\s*`([a-z][a-z0-9_]*)`\s*\|(.*)\|\s*$")
+CELL_BORDER = re.compile(r"(?<!\\)\|")  # a table's `|`, not an escaped `\|` inside a cell
 
 
 def key_meanings(source_dir, first):
@@ -120,7 +121,9 @@ def key_meanings(source_dir, first):
         for line in readme.read_text().splitlines():
             match = KEY_ROW.match(line)
             if match:
-                meaning = match.group(2).split("|")[-1].strip()
+                # The last cell; `\|` is a `|` of the text (GitHub's escape in tables).
+                cell = CELL_BORDER.split(match.group(2))[-1]
+                meaning = cell.replace("\\|", "|").strip()
                 meanings.setdefault(match.group(1), meaning)
     return meanings
 
@@ -132,8 +135,10 @@ class SummaryDirective(GeneratedDirective):
     discusses, in that order.
 
         ```{towers-summary} 02_serial_towers 03_stream_towers
-        :keys: max_concurrent_towers overlap step_ms
+        :keys: max_concurrent_ranks/max_concurrent_towers overlap step_ms
         ```
+
+    A ``a/b`` row shows, in each column, the first of the keys that its line has.
     """
 
     optional_arguments = 8
@@ -153,18 +158,24 @@ class SummaryDirective(GeneratedDirective):
                 label = "chapter " + name.split("_")[0].lstrip("0").rjust(1, "0")
                 if "mode" in row:
                     label += f", {row['mode']}"
+                if "overlap_mode" in row:
+                    label += f", overlap {row['overlap_mode']}"
                 columns.append((label, row))
-        keys = []
+        # A row is one key, or alternatives "a/b": in each column the first of them that
+        # the column's summary has (chapter 5 counts ranks, max_concurrent_ranks, where
+        # the others count towers).
+        rows = []
         if "keys" in self.options:
-            keys = self.options["keys"].split()
-            for key in keys:
-                if not any(key in row for _, row in columns):
-                    raise self.error(f"key `{key}` is in no summary line of {' '.join(names)}")
+            rows = [token.split("/") for token in self.options["keys"].split()]
+            for alternatives in rows:
+                if not any(k in row for k in alternatives for _, row in columns):
+                    raise self.error(f"key `{'/'.join(alternatives)}` is in no summary line "
+                                     f"of {' '.join(names)}")
         else:
             for _, row in columns:
-                keys += [k for k in row if k not in keys]
+                rows += [[k] for k in row if [k] not in rows]
         meanings = key_meanings(self.config.towers_source_dir, names[-1])
-        missing = [k for k in keys if k not in meanings]
+        missing = [k for alternatives in rows for k in alternatives if k not in meanings]
         if missing:
             raise self.error(f"summary key(s) {', '.join(missing)} defined in no chapter "
                              "README's key table (| `key` | meaning |)")
@@ -181,11 +192,22 @@ class SummaryDirective(GeneratedDirective):
                          + [nodes.Text("meaning")])
         body = nodes.tbody()
         group += body
-        for key in keys:
-            meaning, _ = self.state.inline_text(meanings[key], self.lineno)
-            body += self.row([nodes.literal(text=key)]
-                             + [nodes.Text(row.get(key, "—")) for _, row in columns]
-                             + [meaning])
+        for alternatives in rows:
+            used = []  # the alternatives some column shows, in order
+            values = []
+            for _, row in columns:
+                key = next((k for k in alternatives if k in row), None)
+                values.append(nodes.Text(row[key] if key else "—"))
+                if key and key not in used:
+                    used.append(key)
+            name = nodes.inline()
+            for i, key in enumerate(used):
+                name += nodes.Text(" or " if i else "")
+                name += nodes.literal(text=key)
+            text = meanings[used[0]] if len(used) == 1 else " ".join(
+                f"`{key}`: {meanings[key]}." for key in used)
+            meaning, _ = self.state.inline_text(text, self.lineno)
+            body += self.row([name] + values + [meaning])
         result = [table]
         for name in names:
             self.arguments = [name]

@@ -18,6 +18,8 @@ class CompareDirective(SummaryDirective):
     the docs build ran (towers_docs_output in docs/CMakeLists.txt), one column per
     summary line, one row per key of ``:keys:``. A chapter added to both lists appears
     here with no change to the page; one the docs build did not run is named below it.
+    A program listed twice (chapter 6: overlap on and off) has a docs run per line:
+    PROGRAM, then PROGRAM_SOMETHING (06_overlap_off), each a column.
     """
 
     required_arguments = 0
@@ -29,10 +31,14 @@ class CompareDirective(SummaryDirective):
         self.env.note_dependency(str(chapters))
         for line in chapters.read_text().splitlines():
             name = line.split("|")[0].strip()
-            if name and not name.startswith("#"):
+            if name and not name.startswith("#") and name not in listed:
                 listed.append(name)
         generated = Path(self.config.towers_generated_dir)
-        ran = [name for name in listed if (generated / f"{name}.txt").is_file()]
+        ran = []
+        for name in listed:
+            if (generated / f"{name}.txt").is_file():
+                ran.append(name)
+                ran += sorted(path.stem for path in generated.glob(f"{name}_*.txt"))
         if not ran:
             raise self.error(f"no chapter of {chapters} has output in {generated}")
         self.arguments = ran

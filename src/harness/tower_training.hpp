@@ -205,6 +205,7 @@ class TowerTraining {
   std::unique_ptr<StepTraces> traces_;
   std::unique_ptr<Rendezvous> rendezvous_;
   bool probed_ = false;  // the rendezvous was enqueued (step 0 ran with --probe)
+  bool probe_every_step_ = false;  // probe_in_capture(): every replay of the graph probes
   std::unique_ptr<GracefulStop> stop_;
   std::function<void(float*)> read_params_;
   std::function<void(float*)> read_averages_;

@@ -49,11 +49,18 @@ StepLog::StepLog(int examples_per_step, int towers, int log_every, int total_ste
     : examples_per_step_(examples_per_step), towers_(towers), log_every_(log_every),
       total_steps_(total_steps) {}
 
-void StepLog::step_done(std::int64_t global_step, float loss, double step_seconds) {
+void StepLog::step_done(std::int64_t global_step, float loss, double step_seconds, bool in_mean) {
   check_loss(loss, global_step);
-  if (steps_ == 0) first_seconds_ = step_seconds;
+  if (steps_ == 0) {
+    first_seconds_ = step_seconds;
+  } else {
+    later_seconds_ += step_seconds;
+    if (in_mean) {
+      later_in_mean_seconds_ += step_seconds;
+      ++later_in_mean_steps_;
+    }
+  }
   ++steps_;
-  total_seconds_ += step_seconds;
   interval_seconds_ += step_seconds;
   const bool last = steps_ == total_steps_;
   if (steps_ % log_every_ == 0 || last || steps_ == 1) {
@@ -74,8 +81,9 @@ void StepLog::step_done(std::int64_t global_step, float loss, double step_second
 }
 
 double StepLog::mean_step_ms() const {
-  if (steps_ <= 1) return total_seconds_ * 1000.0;
-  return (total_seconds_ - first_seconds_) / (steps_ - 1) * 1000.0;
+  if (steps_ <= 1) return first_seconds_ * 1000.0;
+  if (later_in_mean_steps_ == 0) return later_seconds_ / (steps_ - 1) * 1000.0;
+  return later_in_mean_seconds_ / later_in_mean_steps_ * 1000.0;
 }
 
 double StepLog::examples_per_sec() const {
@@ -86,7 +94,7 @@ double StepLog::examples_per_sec() const {
 StepTraces::StepTraces(Runtime& runtime, const TraceFiles& files)
     : runtime_(runtime), files_(files) {}
 
-void StepTraces::collect(int step) {
+void StepTraces::collect(int step, bool in_mean) {
   // take(), not collect() + clear(): an input producer may add spans meanwhile, and a
   // copy still in flight stays pending for the next step's collect.
   std::vector<TraceEvent> events = runtime_.trace().take();
@@ -94,6 +102,7 @@ void StepTraces::collect(int step) {
   last_events_ = events_of_step(events, step);
   const StepAnalysis analysis = analyze_step(events, step);
   steps_.push_back(analysis);
+  in_mean_.push_back(in_mean);
   max_concurrent_ = std::max(max_concurrent_, analysis.max_concurrent_towers);
   stream_concurrent_ = std::max(stream_concurrent_, analysis.stream_concurrent_towers);
   from_kernel_stamps_ = from_kernel_stamps_ || analysis.from_kernel_stamps;
@@ -113,11 +122,20 @@ double StepTraces::mean_overlap() const {
 }
 
 double StepTraces::mean_host_enqueue_ms() const {
-  // The first step includes one-time costs (cuBLAS handles, page faults): skip it.
+  // The first step includes one-time costs (cuBLAS handles, page faults): skip it, and
+  // the steps left out of the mean (the probe's), unless no other step is left.
   if (steps_.size() <= 1) return steps_.empty() ? 0 : steps_[0].host_enqueue_ms;
-  double sum = 0;
-  for (std::size_t i = 1; i < steps_.size(); ++i) sum += steps_[i].host_enqueue_ms;
-  return sum / (steps_.size() - 1);
+  double sum = 0, in_mean_sum = 0;
+  int in_mean_steps = 0;
+  for (std::size_t i = 1; i < steps_.size(); ++i) {
+    sum += steps_[i].host_enqueue_ms;
+    if (in_mean_[i]) {
+      in_mean_sum += steps_[i].host_enqueue_ms;
+      ++in_mean_steps;
+    }
+  }
+  if (in_mean_steps == 0) return sum / static_cast<double>(steps_.size() - 1);
+  return in_mean_sum / in_mean_steps;
 }
 
 void StepTraces::print_last_timeline(const std::string& title) {

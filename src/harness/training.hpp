@@ -48,11 +48,14 @@ class StepLog {
  public:
   /// `examples_per_step` counts all towers; sec/batch is step time / `towers`.
   StepLog(int examples_per_step, int towers, int log_every, int total_steps);
-  /// Records one finished step (its loss and host wall time) and maybe prints.
-  void step_done(std::int64_t global_step, float loss, double step_seconds);
-  /// Mean examples/sec over all steps but the first (warm-up), or over all if only one.
+  /// Records one finished step (its loss and host wall time) and maybe prints. A step
+  /// with `in_mean` false is logged but left out of the means: the --probe step, whose
+  /// rendezvous may wait out its timeout (chapter 2: once per tower), is not a steady step.
+  void step_done(std::int64_t global_step, float loss, double step_seconds, bool in_mean = true);
+  /// Mean examples/sec over the steps of mean_step_ms().
   double examples_per_sec() const;
-  /// Mean step time in ms, first step excluded as in examples_per_sec().
+  /// Mean step time in ms over the steps after the first (the warm-up) that are in the
+  /// mean; over every step after the first when none is; the one step when there is one.
   double mean_step_ms() const;
   /// Steps recorded so far.
   int steps() const { return steps_; }
@@ -60,7 +63,10 @@ class StepLog {
  private:
   int examples_per_step_, towers_, log_every_, total_steps_;
   int steps_ = 0;
-  double interval_seconds_ = 0, total_seconds_ = 0, first_seconds_ = 0;
+  double interval_seconds_ = 0, first_seconds_ = 0;
+  double later_seconds_ = 0;  // every step after the first
+  double later_in_mean_seconds_ = 0;  // those of them in the mean
+  int later_in_mean_steps_ = 0;
 };
 
 /// Turns one process's spans into the spans to draw and write: chapter 5 gathers every
@@ -73,8 +79,9 @@ class StepTraces {
  public:
   /// Reads and clears `runtime`'s trace each step; `files` says what to write at the end.
   StepTraces(Runtime& runtime, const TraceFiles& files);
-  /// Analyses `step` (call after the step's synchronize) and keeps its spans as the last.
-  void collect(int step);
+  /// Analyses `step` (call after the step's synchronize) and keeps its spans as the last;
+  /// `in_mean` false leaves its host enqueue time out of the mean (the --probe step).
+  void collect(int step, bool in_mean = true);
   /// Has collect() pass every span it collected, of any step, to `watch` first.
   void set_watch(std::function<void(const std::vector<TraceEvent>&)> watch) {
     watch_ = std::move(watch);
@@ -87,7 +94,7 @@ class StepTraces {
   bool from_kernel_stamps() const { return from_kernel_stamps_; }
   /// Mean of the overlap fraction over the steps whose device work was traced.
   double mean_overlap() const;
-  /// Mean host enqueue time per step, the first (warm-up) step excluded.
+  /// Mean host enqueue time per step, over the steps of StepLog::mean_step_ms().
   double mean_host_enqueue_ms() const;
   /// Has print_last_timeline() and write_trace_files() pass the spans through `merge`
   /// first, and write trace files only where `write_files_here` (one process writes them).
@@ -108,6 +115,7 @@ class StepTraces {
   TraceFiles files_;
   std::vector<TraceEvent> all_;
   std::vector<StepAnalysis> steps_;
+  std::vector<bool> in_mean_;  // per collected step
   std::vector<TraceEvent> last_events_;
   int max_concurrent_ = 0;
   int stream_concurrent_ = 0;

@@ -22,6 +22,9 @@ follow a tag line saying how its commands are checked, else this test fails:
                             release tag), each with its reason there.
 
 A command is a line of the block, without its `# comment`. Identical commands run once.
+Whatever the commands leave in the scratch folder (a trace, a checkpoint, the handout)
+must be a name the checkout's .gitignore ignores, so that a learner who runs them from
+the checkout's root leaves `git status` clean.
 --list prints the commands and their tags and runs nothing.
 """
 import os
@@ -113,6 +116,23 @@ def check_tutorial(command, output, source, bin_dir):
     return problems
 
 
+def left_behind(root, source):
+    """Files the commands wrote into the scratch root that git would not ignore."""
+    ours = {"scripts", "exercises", "chapters", "docs", "build"}
+    problems = []
+    for path in sorted(root.iterdir()):
+        if path.name in ours:
+            continue
+        name = path.name + ("/" if path.is_dir() else "")
+        ignored = subprocess.run(["git", "-C", str(source), "check-ignore", "-q", "--no-index",
+                                  name], capture_output=True)
+        print(f"{'ok' if ignored.returncode == 0 else 'FAIL':4} left  {name}")
+        if ignored.returncode != 0:
+            problems.append(f"the commands leave {name} in the checkout's root, which "
+                            ".gitignore does not ignore: ignore it, or write it under build/")
+    return problems
+
+
 def main():
     source, bin_dir = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
     pages = [source / "README.md"] + sorted((source / "docs").rglob("*.md"))
@@ -168,6 +188,7 @@ def main():
         if problems:
             failures.append(f"{where}: `{command}`: {'; '.join(problems)}\n"
                             + "\n".join(output.splitlines()[-25:]))
+    failures += left_behind(root, source)
     shutil.rmtree(root, ignore_errors=True)
     for failure in failures:
         print("\nFAIL " + failure)

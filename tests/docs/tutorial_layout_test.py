@@ -10,8 +10,10 @@ checks that every multi-tower chapter of scripts/tutorial.chapters gets --device
 --towers-per-device K with D <= G and D x K towers, that single-device chapters get no
 --devices, that a chapter with a launcher (chapter 5) is started by mpiexec with one
 rank per tower (at most one per GPU), --oversubscribe, and no --devices, and is skipped
-with a line when there is no mpiexec; that other flags reach every chapter; and that a
-bad --devices is refused before anything runs.
+with a line when there is no mpiexec; that other flags reach every chapter; that
+[bracketed] flags of the list (chapter 6's --link-gbps) reach the chapter on simulated
+devices only, without the brackets; that --help prints the tutorial's own help and exits
+0 without running anything; and that a bad --devices is refused before anything runs.
 """
 import os
 import re
@@ -33,14 +35,33 @@ CASES = [
 ]
 
 
-def chapters(source):
-    """(program, towers, launcher) of each chapter the tutorial runs."""
+def chapter_lines(source):
+    """[program, towers, arguments, launcher] of each line of the list."""
     rows = []
     for line in (source / "scripts/tutorial.chapters").read_text().splitlines():
         fields = [f.strip() for f in line.split("|")] + [""]
         if fields[0] and not fields[0].startswith("#"):
-            rows.append((fields[0], fields[1], fields[3]))
+            rows.append(fields[:4])
     return rows
+
+
+def chapters(source):
+    """(program, towers, launcher) of each chapter the tutorial runs."""
+    return [(name, towers, launcher) for name, towers, _, launcher in chapter_lines(source)]
+
+
+def check_simulated_only(case, source, out, gpus, failures):
+    """[flags] of the list reach their chapter without brackets, only with no GPU."""
+    runs = re.findall(r"^ran (\S+): (.*)$", out, re.M)
+    for name, _, args, _ in chapter_lines(source):
+        for only in re.findall(r"\[([^]]*)\]", args):
+            got = [given for ran, given in runs if ran == name and only in given]
+            if gpus == 0 and not got:
+                failures.append(f"{case}: {name} did not get [{only}] on simulated devices")
+            if gpus and got:
+                failures.append(f"{case}: {name} got [{only}] on {gpus} GPU(s): {got[0]}")
+    if any("[" in given or "]" in given for _, given in runs):
+        failures.append(f"{case}: brackets reached a chapter: {runs}")
 
 
 # A stand-in OpenMPI mpiexec: says how it was started, reads its stdin to the end (the
@@ -146,8 +167,15 @@ def main():
                                 f"--towers-per-device {want[1]}")
             elif gpus and int(placed[1]) > gpus:
                 failures.append(f"{case}: {name} asked for more GPUs than the {gpus} there are")
+        check_simulated_only(case, source, done.stdout, gpus, failures)
         print(f"{case}: " + " / ".join(f"{k}: {v}" for k, v in given.items()))
     failures += without_mpiexec(source)
+    helped = subprocess.run([str(source / "scripts/tutorial"), "--help"],
+                            env=dict(os.environ, TOWERS_BIN="/nonexistent"),
+                            capture_output=True, text=True, timeout=60)
+    if helped.returncode != 0 or "scripts/tutorial --devices" not in helped.stdout:
+        failures.append(f"--help: exit {helped.returncode}, not the tutorial's help: "
+                        f"{helped.stdout[:200]}{helped.stderr[:200]}")
     refused = subprocess.run([str(source / "scripts/tutorial"), "--devices", "0"],
                              env=dict(os.environ, TOWERS_BIN="/nonexistent"),
                              capture_output=True, text=True, timeout=60)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// harness/training: the log's averages leave out the warm-up step, a non-finite loss stops
-// the log, and one failed output does not stop the ones after it.
+// harness/training: the log's averages leave out the warm-up step and the probe's step, a
+// non-finite loss stops the log, and one failed output does not stop the ones after it.
 #include "harness/training.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +21,23 @@ TEST(StepLog, AveragesLeaveOutTheWarmUpStep) {
   EXPECT_EQ(log.steps(), 3);
   EXPECT_DOUBLE_EQ(log.mean_step_ms(), 500.0);
   EXPECT_DOUBLE_EQ(log.examples_per_sec(), 64 / 0.5);
+}
+
+TEST(StepLog, AveragesLeaveOutTheProbeStep) {
+  StepLog log(64, 2, 10, 4);
+  log.step_done(0, 2.0f, 1.0);          // the warm-up
+  log.step_done(1, 2.0f, 1.5, false);   // the probe's step: a rendezvous timed out
+  log.step_done(2, 2.0f, 0.25);
+  log.step_done(3, 2.0f, 0.75);
+  EXPECT_DOUBLE_EQ(log.mean_step_ms(), 500.0);
+  EXPECT_DOUBLE_EQ(log.examples_per_sec(), 64 / 0.5);
+}
+
+TEST(StepLog, OnlyTheProbeStepAfterTheWarmUpIsStillAnAverage) {
+  StepLog log(64, 2, 10, 2);
+  log.step_done(0, 2.0f, 1.0);
+  log.step_done(1, 2.0f, 0.5, false);  // --steps 2 --probe: no other step to average
+  EXPECT_DOUBLE_EQ(log.mean_step_ms(), 500.0);
 }
 
 TEST(StepLog, OneStepIsItsOwnAverage) {
