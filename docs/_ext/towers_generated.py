@@ -255,6 +255,7 @@ def setup(app):
     from towers_experiment import ExperimentDirective
     from towers_figures import EventsDirective, RingDirective, StepsDirective
     from towers_pages import CompareDirective, GpuRunsDirective
+    import towers_sources
 
     app.add_config_value("towers_generated_dir", "", "env")
     app.add_config_value("towers_source_dir", "", "env")
@@ -267,4 +268,5 @@ def setup(app):
     app.add_directive("towers-ring", RingDirective)
     app.add_directive("towers-events", EventsDirective)
     app.add_directive("towers-timeline", TimelineDirective)
+    towers_sources.setup(app)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
