@@ -18,6 +18,12 @@ what is typed is checked here, in three ways.
                                                  another run (a resume), whose listed
                                                  keys must equal that run's
 
+       <!-- output: 01_learning varies=final_loss,precision_at_1 -->
+                                                 the whole block is that run's output, but
+                                                 the listed keys differ from machine to
+                                                 machine (the page must say why); they are
+                                                 checked present, not compared
+
    Without keys=, every summary line of the block must have the run's keys, in order,
    and the same value for each key that is not a measurement (a measurement: a key ending
    in _ms, _us or _per_sec, or naming an overlap or share; those vary from run to run).
@@ -52,7 +58,8 @@ import re
 import sys
 from pathlib import Path
 
-OUTPUT_TAG = re.compile(r"^\s*<!--\s*output:\s*(\S+)(?:\s+keys=(\S+))?\s*-->\s*$")
+OUTPUT_TAG = re.compile(
+    r"^\s*<!--\s*output:\s*(\S+)(?:\s+keys=(\S+))?(?:\s+varies=(\S+))?\s*-->\s*$")
 NUMBERS_TAG = re.compile(r"<!--\s*numbers:\s*(check|from)\s+(.*?)\s*-->")
 FENCE = re.compile(r"^\s*(```|~~~)")
 MEASURED_KEY = re.compile(r"(_ms|_us|_per_sec)$|overlap$|overlap_comm|_share$")
@@ -138,6 +145,7 @@ def check_sample(where, block, tag, runs):
                     problems.append(f"{where}: {key}={row.get(key, '(none)')}, but {name} "
                                     f"prints {key}={ran[-1].get(key, '(none)')}")
         return problems
+    varies = set(tag.group(3).split(",")) if tag.group(3) else set()
     if len(shown) != len(ran):
         return [f"{where}: {len(shown)} summary line(s), {name} prints {len(ran)}; "
                 "rerun with --update"]
@@ -147,7 +155,7 @@ def check_sample(where, block, tag, runs):
                             f"{' '.join(run)}; rerun with --update")
             continue
         for key, value in row.items():
-            if not MEASURED_KEY.search(key) and value != run[key]:
+            if not MEASURED_KEY.search(key) and key not in varies and value != run[key]:
                 problems.append(f"{where}: {key}={value}, but this build's {name} prints "
                                 f"{key}={run[key]}; rerun with --update")
     return problems
