@@ -150,6 +150,10 @@ void TowerTraining::probe_in_capture(Tower& tower) {
   probed_ = true;
 }
 
+void TowerTraining::probe_round_in_capture(Stream& origin) {
+  if (rendezvous_) rendezvous_->enqueue_reset(origin);
+}
+
 void TowerTraining::end_enqueue() { runtime_->trace().add_host_span(span::kEnqueue, enqueue_start_us_); }
 
 void TowerTraining::end_step(int step, float loss) {
