@@ -88,6 +88,17 @@ void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out) {
   CUDA_CHECK(cudaGetLastError());
 }
 
+void preload_cuda_probe_kernels(int ordinal) {
+  // cudaFuncGetAttributes loads a kernel's module into the current context (CUDA's advice
+  // for kernels that wait on each other under lazy loading).
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, busy_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, rendezvous_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, rendezvous_reset_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, read_clock_kernel));
+}
+
 void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms) {
   busy_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       next_stamp(ctx), static_cast<unsigned long long>(ms * 1e6));
