@@ -66,6 +66,8 @@ done
 for bench in bench_train bench_towers bench_allreduce bench_input bench_graph; do
   echo "$out" | grep -qE "would run: .*$bench --backend cuda" || fail "$bench is not run"
 done
+echo "$out" | grep -qE "would run: nvcc .*bench/globaltimer_tick.cu" || fail "the %globaltimer tick is not measured"
+[ -f bench/globaltimer_tick.cu ] || fail "bench/globaltimer_tick.cu is missing"
 echo "$out" | grep -qE "would run: compute-sanitizer --tool memcheck .*07_graph" || fail "no memcheck of a captured step"
 # The PyTorch twin in eager mode only (torch.compile takes minutes and is not compared).
 echo "$out" | grep -qE "would run: python3 bench/torch_cifar10_gpu.py --modes eager " || fail "the PyTorch twin is not eager-only"
