@@ -55,6 +55,10 @@ for dir in chapters/[0-9][0-9]_*/; do
   echo "$out" | grep -qE -- "would run: .*build-gpu/bin/$name --backend cuda" ||
     fail "chapter $name does not run on cuda"
 done
+build_line=$(echo "$out" | grep "would run: cmake --build --preset gpu --target")
+for dir in chapters/[0-9][0-9]_*/; do
+  echo "$build_line" | grep -qw -- "$(basename "$dir")" || fail "chapter $(basename "$dir") is not built"
+done
 echo "$out" | grep -qE "would run: .*mpiexec .*-n 1 .*05_ranks --backend cuda --allreduce nccl" ||
   fail "chapter 5 under mpiexec -n 1 with NCCL is missing"
 for chapter in 02_serial_towers 03_stream_towers 04_nccl_iterator 06_overlap 07_graph; do
@@ -94,7 +98,16 @@ if [ -n "$build" ] && all=$(ctest --test-dir "$build" -N 2>/dev/null | sed -nE '
     echo "$chosen" | grep -q "$name" || fail "no $name test selected"
     echo "$chosen" | grep "$name" | grep -qvE -- "$timing" && fail "$name runs beside other tests (not in '$timing')"
   done
-  echo "CUDA selection: $(echo "$chosen" | grep -c .) of $(echo "$all" | grep -c .) tests"
+  # gpu-check builds only some targets: every selected test's program must be one of them.
+  build_line=$(echo "$out" | grep "would run: cmake --build --preset gpu --target")
+  programs=$(ctest --test-dir "$build" --show-only=json-v1 -R "$select" -LE "$labels" |
+             python3 -c 'import json, os, sys
+print("\n".join(sorted({os.path.basename(t["command"][0]) for t in json.load(sys.stdin)["tests"]})))')
+  [ -n "$programs" ] || fail "no program holds the selected tests"
+  for program in $programs; do
+    echo "$build_line" | grep -qw -- "$program" || fail "the CUDA tests of $program are selected, but gpu-check does not build it"
+  done
+  echo "CUDA selection: $(echo "$chosen" | grep -c .) of $(echo "$all" | grep -c .) tests, in $(echo $programs)"
 else
   echo "note: no discovered tests in '${build:-no build dir}': selection checked by its text only"
 fi
