@@ -3,7 +3,7 @@
 # scripts/gpu-check for real (not --dry-run) where nothing can be built, in a copy of the
 # scripts: it still goes through every step, writes results.md, checks.tsv and one log per
 # step to --out, names each program that was not built as one failure (no cascade of
-# checks), and exits non-zero. Killed during its first step it has already written the
+# checks), lists what did not run for the docs' GPU table, and exits non-zero. Killed during its first step it has already written the
 # report so far: a lease that ends mid-run still returns what was measured.
 set -uo pipefail
 root=${1:?usage: gpu_check_reports_test.sh <source dir>}
@@ -34,4 +34,12 @@ grep -q "^## Checks" "$copy/out/results.md" || fail "no table of checks"
 grep -qP "^fail\tchapters 0-3[^\t]*\tChapter 3: .*03_stream_towers was not built$" "$copy/out/checks.tsv" ||
   fail "a missing program is not named as a failure"
 grep -q "rendezvous=met" "$copy/out/checks.tsv" && fail "checks of a program that never ran were recorded"
+# The page docs/proofs.md's GPU table is made from (docs/_ext/towers_pages.py): a title
+# "# GPU check", a "| area | tests |" table of what passed, and what did not under
+# "## Not run on a GPU", each failure named.
+head -n1 "$copy/out/results.md" | grep -q "^# GPU check" || fail "results.md does not start with '# GPU check'"
+grep -qE '^\| area \| tests \|$' "$copy/out/results.md" || fail "no '| area | tests |' table"
+grep -q "^## Not run on a GPU$" "$copy/out/results.md" || fail "no 'Not run on a GPU' section"
+sed -n '/^## Not run on a GPU$/,/^## /p' "$copy/out/results.md" |
+  grep -q "^- failed: .*03_stream_towers was not built" || fail "a failure is missing from 'Not run on a GPU'"
 echo "PASS: killed in step 1, results.md kept; $steps steps reported to the end"
