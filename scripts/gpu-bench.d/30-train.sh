@@ -11,7 +11,7 @@ step "train: bench_train against the PyTorch eager twin" 55 && {
   run_bench "Training throughput, one GPU, batch 512" 15 \
     $bin/bench_train --backend cuda --batch-size 512 --warmup 5 --steps 30 --no-pytorch
   expect loss_falls=yes
-  if [ "$dry_run" = 1 ] || python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+  if [ "$dry_run" = 1 ] || timeout 20 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
       >/dev/null 2>&1; then
     run_bench "PyTorch eager twin on the same GPU: FP32, TF32 off, batch 128 and 512" 35 \
       python3 bench/torch_cifar10_gpu.py --modes eager --batch-sizes 128,512 --warmup 10 --steps 50
