@@ -7,7 +7,9 @@
 # and no host-backend or mpiexec test; no EAGER module loading; the PyTorch twin in eager
 # mode only. A copy of the scripts with a step over budget, or with a new chapter folder,
 # shows that the checks can fail and that detection works.
-set -uo pipefail
+# No pipefail: `echo "$out" | grep -q` would fail whenever grep -q leaves at the first
+# match while echo still writes (SIGPIPE), and the tests check grep's answer only.
+set -u
 root=${1:?usage: gpu_check_budget_test.sh <source dir> [<build dir>]}
 build=${2:-}
 cd "$root"

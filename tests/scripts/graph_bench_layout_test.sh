@@ -4,7 +4,9 @@
 # steps: every tower count runs (1 tower with --towers-per-device 8 was refused, so the
 # GPU check's one graph check died on its first row), and a count that would part-fill a
 # device is refused before any row runs, saying what to give instead.
-set -uo pipefail
+# No pipefail: `echo "$out" | grep -q` would fail whenever grep -q leaves at the first
+# match while echo still writes (SIGPIPE), and the tests check grep's answer only.
+set -u
 root=${1:?usage: graph_bench_layout_test.sh <source dir> <bench_graph>}
 bench=${2:?usage: graph_bench_layout_test.sh <source dir> <bench_graph>}
 fail() { echo "FAIL: $*"; echo "--- output:"; echo "${out:-}"; exit 1; }
