@@ -104,7 +104,7 @@ TEST_P(Sharded, AllGatherGivesEveryTowerEveryShardUnchanged) {
   }
 }
 
-TEST_P(Sharded, AllReduceIsReduceScatterThenAllGatherBitForBit) {
+TEST_P(Sharded, AllReduceEqualsReduceScatterThenAllGatherInEveryBit) {
   const int n = GetParam();
   auto rt = host_runtime(n);
   const std::size_t count = 3 * n + 2;
@@ -127,7 +127,7 @@ TEST_P(Sharded, AllReduceIsReduceScatterThenAllGatherBitForBit) {
 // the ring, each tower adding its own value to what arrives, and the tower holding the
 // last add (c-1) multiplies by 1/n. The all-reduce must give exactly these bits before
 // and after it was split into its halves.
-TEST_P(Sharded, RingAllReduceKeepsItsOrderOfAddsBitForBit) {
+TEST_P(Sharded, RingAllReduceKeepsItsOrderOfAdds) {
   const int n = GetParam();
   auto rt = host_runtime(n);
   const std::size_t count = 5 * n + 3;
