@@ -143,19 +143,19 @@ class MeetingTowers : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Towers, MeetingTowers, ::testing::Values(1, 2, 3, 4), name_of);
 
 // One step whose tower `slow` is the slowest: its gradients appear only after a gate that
-// the average itself opens (or 250 ms pass). An average that does not wait for tower
+// the average itself opens (or 50 ms pass). An average that does not wait for tower
 // `slow` usually runs first, reads its zeros and opens the gate too late: a wrong mean. On
 // a loaded machine it may start late enough to read the right one, so the verdict comes
 // from the schedule: the average must be ordered after every tower's work by the waits
 // the student enqueued (exercises/stream_log.hpp), whatever the threads' timing. A correct
-// run_step waits the 250 ms and reads every tower's gradients.
+// run_step waits the 50 ms and reads every tower's gradients.
 // The step's tower work and average write `grads` and `average`, which outlive the streams.
 struct SlowStep {
   SlowStep(int n, std::size_t count, std::uint64_t seed)
       : data(make_exact_mean_data(n, count, seed)),
         grads(n, std::vector<float>(count, 0.0f)),
         average(count, -1.0f),
-        gate(std::make_shared<Gate>(250ms)) {}
+        gate(std::make_shared<Gate>(50ms)) {}
   ExactMeanData data;
   std::vector<std::vector<float>> grads;  // [towers][count]
   std::vector<float> average;             // [count]
