@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -289,6 +290,38 @@ TEST(ShardedIterator, DestructorMidEpochStopsAndJoinsTheProducer) {
   EXPECT_EQ(after, before) << "expected no thread left after the iterator is destroyed, got "
                            << after - before << " more than before; hint: set stop, notify the "
                               "producer's condition variable, join() (never detach())";
+}
+
+TEST(ShardedIterator, DestructorReturnsOnlyAfterTheProducerHasFinished) {
+  // The producer is held inside prepare(step 1) (the grader's callback, which lets it go
+  // after 1 s) when the iterator is destroyed. A destructor that joins cannot return
+  // before prepare() has: whatever the timing, the producer is done when it returns. One
+  // that detaches returns at once, the producer still running on state about to be freed.
+  Watchdog watchdog("the destructor to return once the producer's prepare() returned",
+                    "set stop under the lock, notify the producer, join() it");
+  auto inside = std::make_shared<std::atomic<bool>>(false);
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  std::promise<void> release;
+  IteratorOptions o = options(1000, 4, 8, 2, 2);
+  o.prepare = [inside, finished, go = release.get_future().share()](const Step& step) {
+    if (step.epoch != 0 || step.index != 1) return;
+    inside->store(true);
+    go.wait_for(1s);
+    finished->store(true);
+  };
+  {
+    ShardedIterator it(o);
+    ASSERT_TRUE(eventually([&] { return inside->load(); }))
+        << "expected the producer to prepare step 1 with K = 2 and no next(), got no call "
+           "after 5 s; hint: start the producer in the constructor, prepare every step it makes";
+  }
+  const bool producer_finished = finished->load();
+  release.set_value();
+  EXPECT_TRUE(producer_finished)
+      << "expected the destructor to return only after the producer thread finished (it was "
+         "inside prepare()), got it returning while the producer still ran; hint: join() the "
+         "producer thread, never detach() it: a detached thread runs on after the iterator's "
+         "state is freed";
 }
 
 // Thrown by the grader's prepare(): not a std::exception, so only `catch (...)` and
