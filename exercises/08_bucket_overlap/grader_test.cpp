@@ -338,6 +338,14 @@ struct Towers {
                     << applies << "), got " << step.apply_calls << " calls";
       return false;
     }
+    for (int i = 0; i < n; ++i) {
+      for (std::size_t b = 0; b < buckets.size(); ++b) {
+        if (step.update[i][b] >= 0) continue;
+        ADD_FAILURE() << "step " << s << ": expected apply(" << i << ", " << b << "), got no "
+                      << "such call; hint: for each tower i and bucket b, apply(i, b) once";
+        return false;
+      }
+    }
     return true;
   }
 
