@@ -120,6 +120,10 @@ TEST_P(ShardedEpochs, DeliverEveryExampleExactlyOnce) {
   const std::size_t n = 103;  // prime: the last step of an epoch is short for every T
   const int steps = expected_steps_per_epoch(n, shards, batch);
   ShardedIterator it(options(n, shards, batch, 1));
+  EXPECT_EQ(it.steps_per_epoch(), steps)
+      << "expected steps_per_epoch() == ceil(" << n << " / (" << shards << " * " << batch
+      << ")) = " << steps << ", got " << it.steps_per_epoch() << "; hint: round up: the last "
+      << "step of an epoch may be short";
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<int> seen(n, 0);
     for (int s = 0; s < steps; ++s) {
