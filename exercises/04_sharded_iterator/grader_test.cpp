@@ -296,6 +296,38 @@ TEST(ShardedIterator, DestructorMidEpochStopsAndJoinsTheProducer) {
                               "producer's condition variable, join() (never detach())";
 }
 
+TEST(ShardedIterator, NextReturnsWhileTheProducerPrepares) {
+  // prepare() is the slow part (decoding, augmenting): the producer must call it without
+  // the queue's lock, so that next() can take a queued step meanwhile. The grader's
+  // prepare(step 2), with K = 2 steps queued, waits until next() has returned a step (or
+  // 3 s): a producer that holds the lock in prepare() blocks next() until then, whatever
+  // the timing.
+  Watchdog watchdog("next() to return while the producer is inside prepare()",
+                    "call prepare() before taking the lock, as the contract's order says");
+  auto inside = std::make_shared<std::atomic<bool>>(false);
+  auto next_returned_meanwhile = std::make_shared<std::atomic<bool>>(false);
+  std::promise<void> taken;
+  IteratorOptions o = options(1000, 2, 4, 3, 2);
+  o.prepare = [inside, next_returned_meanwhile, go = taken.get_future().share()](const Step& step) {
+    if (step.epoch != 0 || step.index != 2) return;
+    inside->store(true);
+    next_returned_meanwhile->store(go.wait_for(3s) == std::future_status::ready);
+  };
+  {
+    ShardedIterator it(o);
+    ASSERT_TRUE(eventually([&] { return inside->load(); }))
+        << "expected the producer to prepare step 2 with K = 2 and no next(), got no call "
+           "after 5 s; hint: start the producer in the constructor, prepare every step it makes";
+    const Step first = it.next();
+    taken.set_value();
+    EXPECT_EQ(first.index, 0) << "expected step 0 first, got step " << first.index;
+  }  // joined: the producer's prepare() has returned
+  EXPECT_TRUE(next_returned_meanwhile->load())
+      << "expected next() to return a queued step while the producer was inside prepare(), "
+         "got next() blocked until prepare() returned; hint: call prepare(step) before "
+         "locking the queue's mutex, and lock it only to wait for room and push";
+}
+
 TEST(ShardedIterator, DestructorReturnsOnlyAfterTheProducerHasFinished) {
   // The producer is held inside prepare(step 1) (the grader's callback, which lets it go
   // after 1 s) when the iterator is destroyed. A destructor that joins cannot return
