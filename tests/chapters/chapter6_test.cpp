@@ -38,7 +38,7 @@ struct Span {
 std::vector<Span> read_trace(const std::filesystem::path& file) {
   std::ifstream in(file);
   std::vector<Span> spans;
-  const std::regex op(R"re("ph":"X","name":"([^"]*)","pid":(\d+),"tid":(\d+),"ts":([0-9.e+-]+),"dur":([0-9.e+-]+))re");
+  const std::regex op(R"re("ph":"X","cat":"[^"]*","name":"([^"]*)","pid":(\d+),"tid":(\d+),"ts":([0-9.e+-]+),"dur":([0-9.e+-]+))re");
   for (std::string line; std::getline(in, line);) {
     std::smatch m;
     if (!std::regex_search(line, m, op)) continue;
