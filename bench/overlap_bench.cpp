@@ -145,10 +145,12 @@ int main(int argc, char** argv) {
   towers::BenchOptions options;
   app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
   app.add_option("--bucket-mb", options.bucket_mb, "bucket caps in MiB, 0: one per layer")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(towers::finite_number(0, towers::kMaxBucketMb, " MiB"));
   app.add_option("--devices", options.devices, "simulated devices, one tower each")
       ->capture_default_str();
   app.add_option("--batch-size", options.batch_size, "images per tower per step")

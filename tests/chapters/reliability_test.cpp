@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// Reliability (issue 25): the checks a reliability probe found missing, each tested the
+// way it failed — a floating-point flag given NaN, infinity or a link too slow to ever
+// finish a step is refused at parse time, before any work, saying the bounds and why.
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::run;
+
+bool has(const testing::ProgramRun& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+// Parses `--x <text>` into a double checked by `check`; returns CLI11's message ("" if accepted).
+std::string parse_error(const CLI::Validator& check, const std::string& text) {
+  CLI::App app;
+  double value = 0;
+  app.add_option("--x", value)->check(check);
+  std::vector<std::string> args{text, "--x"};  // CLI11 reads a vector from the back
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FiniteNumber, RefusesNanAndInfinityWhichPassEveryRangeCheck) {
+  const CLI::Validator check = finite_number(0.1, 86400, " seconds");
+  for (const char* bad : {"nan", "NaN", "-nan", "inf", "-inf", "infinity"}) {
+    const std::string error = parse_error(check, bad);
+    EXPECT_NE(error.find("is not a finite number"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("[0.1, 86400] seconds"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_NE(parse_error(check, "abc").find("'abc' is not a number"), std::string::npos);
+  EXPECT_NE(parse_error(check, "1.5x").find("is not a number"), std::string::npos);
+  EXPECT_NE(parse_error(check, "").find("is not a number"), std::string::npos);
+  EXPECT_EQ(parse_error(check, "0.1"), "");
+  EXPECT_EQ(parse_error(check, "+30"), "");
+  EXPECT_EQ(parse_error(check, "86400"), "");
+  EXPECT_EQ(parse_error(check, "1e3"), "");
+}
+
+TEST(FiniteNumber, StatesItsBoundsReadably) {
+  const CLI::Validator check = finite_number(0, 1e6, " (why)");
+  for (const char* bad : {"-1", "1e7", "1e999", "-1e999"}) {
+    const std::string error = parse_error(check, bad);
+    EXPECT_NE(error.find(std::string(bad) + " is not in [0, 1e+06] (why)"), std::string::npos)
+        << bad << ": " << error;
+  }
+  // The widest range still prints short: no 309-digit bound.
+  const std::string wide = parse_error(finite_number(-1e308, 1e308), "nan");
+  EXPECT_NE(wide.find("[-1e+308, 1e+308]"), std::string::npos) << wide;
+}
+
+TEST(FiniteNumber, LinkBoundsSayWhyAndABenchListMayHoldZero) {
+  const std::string slow = parse_error(link_gbps(), "1e-9");
+  EXPECT_NE(slow.find("is not in [0.1, 100000]"), std::string::npos) << slow;
+  EXPECT_NE(slow.find("a step of many towers minutes"), std::string::npos) << slow;
+  EXPECT_NE(parse_error(link_gbps(), "0").find("is not in"), std::string::npos);
+  EXPECT_EQ(parse_error(link_gbps(), "0.25"), "");
+  EXPECT_EQ(parse_error(link_gbps(true), "0"), "");
+  EXPECT_EQ(parse_error(link_gbps(true), "0.25"), "");
+  EXPECT_NE(parse_error(link_gbps(true), "nan").find("not a finite number"), std::string::npos);
+  EXPECT_NE(parse_error(link_gbps(true), "0.01").find("0: unlimited"), std::string::npos);
+}
+
+// A bench's list (--links 0,1,nan): every entry is checked, not only the first.
+TEST(FiniteNumber, ChecksEveryEntryOfAList) {
+  CLI::App app;
+  std::vector<double> links;
+  app.add_option("--links", links)->delimiter(',')->check(link_gbps(true));
+  std::vector<std::string> good{"0,1,0.25", "--links"};
+  EXPECT_NO_THROW(app.parse(good));
+  EXPECT_EQ(links, (std::vector<double>{0, 1, 0.25}));
+  std::vector<std::string> bad{"0,1,nan", "--links"};
+  EXPECT_THROW(app.parse(bad), CLI::ValidationError);
+}
+
+// Every floating-point flag of the programs, given what the probe gave it: refused with
+// exit status 2 and the flag named, before the first step (no "step 0" line).
+TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
+  struct Case {
+    std::string program, args, message;
+  };
+  std::vector<Case> cases{
+      {"00_streams", "--kernel-ms nan", "not a finite number"},
+      {"00_streams", "--kernel-ms inf", "not a finite number"},
+      {"04_nccl_iterator", "--link-gbps nan", "not a finite number"},
+      {"04_nccl_iterator", "--link-gbps 1e-9", "is not in [0.1, 100000]"},
+      {"03_stream_towers", "--link-latency-us 1e12", "is not in [0, 100000]"},
+      {"03_stream_towers", "--link-latency-us nan", "not a finite number"},
+      {"06_overlap", "--bucket-mb nan", "not a finite number"},
+      {"06_overlap", "--bucket-mb 1e300", "is not in [0, 1024]"},
+  };
+#ifdef TOWERS_TEST_RANKS  // 05_ranks needs MPI; started alone it is a job of one rank
+  cases.push_back({"05_ranks", "--collective-timeout nan", "not a finite number"});
+  cases.push_back({"05_ranks", "--collective-timeout inf", "not a finite number"});
+#endif
+  for (const Case& c : cases) {
+    const std::string flag = c.args.substr(0, c.args.find(' '));
+    auto r = run(c.program, "--backend host --steps 1 " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, flag)) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << c.program << " " << c.args << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace towers
