@@ -1,20 +1,40 @@
 // SPDX-License-Identifier: MIT
 // Reliability (issue 25): the checks a reliability probe found missing, each tested the
 // way it failed — a floating-point flag given NaN, infinity or a link too slow to ever
-// finish a step is refused at parse time, before any work, saying the bounds and why.
+// finish a step is refused at parse time, before any work, saying the bounds and why; and
+// a second run on a checkpoint folder in use is refused, naming the first.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "../data/temp_dir.hpp"
 #include "cli/options.hpp"
+#include "exact_resume.hpp"
 #include "program.hpp"
 
 namespace towers {
 namespace {
 
+namespace fs = std::filesystem;
+using data::testing::TempDir;
 using testing::run;
+using testing::run_and_watch;
+using testing::tiny_set;
+
+// `program` and `args` (split at spaces) as an argv for run_and_watch.
+std::vector<std::string> argv_of(const std::string& program, const std::string& args) {
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) argv.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
 
 bool has(const testing::ProgramRun& r, const std::string& text) {
   return r.output.find(text) != std::string::npos;
@@ -114,6 +134,35 @@ TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
     EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;
     EXPECT_FALSE(has(r, "step 0,")) << c.program << " " << c.args << "\n" << r.output;
   }
+}
+
+// --- The checkpoint folder's lock ------------------------------------------------------
+
+// Two runs given one --checkpoint-dir: the second refuses before its first step, naming
+// the first's PID and program; after the first is killed (no handler runs) the kernel has
+// dropped its lock and a run resumes from that folder.
+TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path ckpt = dir.path() / "ckpt";
+  testing::ProgramRun second;
+  auto first = run_and_watch(
+      argv_of("03_stream_towers", flags + "--steps 100000 --checkpoint-every 1 --checkpoint-dir " +
+                                      ckpt.string()),
+      "step 1,", [&](pid_t pid) {
+        second = run("03_stream_towers", flags + "--steps 1 --resume-if-present --checkpoint-dir " +
+                                             ckpt.string());
+        ::kill(pid, SIGKILL);
+        EXPECT_NE(second.output.find("is in use by another run (PID " + std::to_string(pid) +
+                                     ", 03_stream_towers)"),
+                  std::string::npos) << second.output;
+      });
+  EXPECT_EQ(first.exit_code, -1) << "the first run was to be killed:\n" << first.output;
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_EQ(second.output.find("step 0,"), std::string::npos) << second.output;
+  auto after = run("03_stream_towers", flags + "--steps 1 --resume --checkpoint-dir " + ckpt.string());
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
 }
 
 }  // namespace
