@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Reliability (issue 25): the checks a reliability probe found missing, each tested the
 // way it failed — a floating-point flag given NaN, infinity or a link too slow to ever
-// finish a step is refused at parse time, before any work, saying the bounds and why; and
-// a second run on a checkpoint folder in use is refused, naming the first.
+// finish a step is refused at parse time, before any work, saying the bounds and why; a
+// second run on a checkpoint folder in use is refused, naming the first; and chapters 4,
+// 6 and 7, killed with SIGKILL mid-run and resumed, end byte for byte where a run that
+// was never killed ends.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -14,6 +16,7 @@
 #include "../data/temp_dir.hpp"
 #include "cli/options.hpp"
 #include "exact_resume.hpp"
+#include "model/checkpoint.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -21,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using data::testing::TempDir;
+using testing::bytes_of;
 using testing::run;
 using testing::run_and_watch;
 using testing::tiny_set;
@@ -163,6 +167,81 @@ TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
   auto after = run("03_stream_towers", flags + "--steps 1 --resume --checkpoint-dir " + ckpt.string());
   EXPECT_EQ(after.exit_code, 0) << after.output;
   EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
+}
+
+// --- Kill -9 and resume, chapters 4, 6 and 7 -------------------------------------------
+
+// Runs `program` kSteps steps in one go, and again saving every step but SIGKILLed once it
+// has logged step 3 (its checkpoint of step 3 is then complete), then resumed to kSteps:
+// the final checkpoint and --save-params must be equal byte for byte. Bytes include the
+// parameters, the moving averages and the input's position. The tiny set's epoch is 3
+// steps, so the run crosses epochs and the kill lands mid-epoch.
+void expect_kill_and_exact_resume(const std::string& program, const std::string& extra = "") {
+  constexpr int kSteps = 10;
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path()) + extra + " ";
+  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
+  auto a = run(program, flags + "--steps " + std::to_string(kSteps) + " --checkpoint-dir " +
+                            straight.string() + " --save-params " + (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+
+  auto b1 = run_and_watch(argv_of(program, flags + "--steps " + std::to_string(kSteps) +
+                                               " --checkpoint-every 1 --checkpoint-dir " +
+                                               killed.string()),
+                          "step 3,", [](pid_t pid) { ::kill(pid, SIGKILL); });
+  ASSERT_EQ(b1.exit_code, -1) << "not killed:\n" << b1.output;
+  const auto latest = model::latest_checkpoint(killed);
+  ASSERT_TRUE(latest.has_value()) << b1.output;
+  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
+  ASSERT_GE(reached, 3) << b1.output;
+  ASSERT_LT(reached, kSteps) << b1.output;
+
+  auto b2 = run(program, flags + "--steps " + std::to_string(kSteps - reached) +
+                             " --resume --checkpoint-dir " + killed.string() + " --save-params " +
+                             (dir.path() / "b.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  const std::string name = model::checkpoint_name(kSteps);
+  const std::string expected = bytes_of(straight / name);
+  ASSERT_FALSE(expected.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(expected == bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
+  const std::string params = bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+}
+
+TEST(KillAndResume, Chapter4sIteratorsContinueByteForByte) {
+  expect_kill_and_exact_resume("04_nccl_iterator");
+}
+
+TEST(KillAndResume, Chapter4sQueueInputContinuesByteForByte) {
+  expect_kill_and_exact_resume("04_nccl_iterator", "--input queue");
+}
+
+TEST(KillAndResume, Chapter6ContinuesByteForByte) {
+  expect_kill_and_exact_resume("06_overlap", "--bucket-mb 1");
+}
+
+TEST(KillAndResume, Chapter7ContinuesByteForByte) { expect_kill_and_exact_resume("07_graph"); }
+
+// The iterators and the queue record the input's position in the same terms, so a
+// checkpoint of one resumes the other; one of another --seed is refused by flag.
+TEST(KillAndResume, AnIteratorCheckpointResumesWithTheQueueAndRefusesAnotherSeed) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path ckpt = dir.path() / "ckpt";
+  ASSERT_EQ(run("04_nccl_iterator", flags + "--steps 4 --checkpoint-dir " + ckpt.string()).exit_code, 0);
+  auto r = run("04_nccl_iterator", flags + "--input queue --steps 2 --resume --checkpoint-dir " +
+                                       ckpt.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("global_step"), "6") << r.output;
+  auto refused = run("04_nccl_iterator", flags + "--steps 1 --resume --seed 9 --checkpoint-dir " +
+                                             ckpt.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("Resume with the same --seed"), std::string::npos) << refused.output;
 }
 
 }  // namespace
