@@ -7,6 +7,7 @@
 // was never killed ends.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -242,6 +243,23 @@ TEST(KillAndResume, AnIteratorCheckpointResumesWithTheQueueAndRefusesAnotherSeed
                                              ckpt.string());
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("Resume with the same --seed"), std::string::npos) << refused.output;
+}
+
+// --- Inputs and outputs are what they seem -----------------------------------------------
+
+// A named pipe in place of a data file blocked the read before the first step, forever.
+// Now it is refused by name (the run is killed after 60 s if it hangs, failing the test).
+TEST(DataFiles, ANamedPipeInPlaceOfADataFileIsRefusedNotWaitedOn) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path pipe = dir.path() / "data_batch_3.bin";
+  fs::remove(pipe);
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  auto r = run_and_watch(argv_of("03_stream_towers", flags + "--steps 1"), "step 0,",
+                         [](pid_t) {}, /*timeout_s=*/60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(pipe.string() + " is not a regular file (a named pipe"),
+            std::string::npos) << r.output;
 }
 
 }  // namespace
