@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -260,6 +261,28 @@ TEST(DataFiles, ANamedPipeInPlaceOfADataFileIsRefusedNotWaitedOn) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find(pipe.string() + " is not a regular file (a named pipe"),
             std::string::npos) << r.output;
+}
+
+// --trace and --save-params wrote through a symbolic link onto its target, and a dangling
+// one passed the up-front check and lost the trace after training. Both are refused at
+// parse time now, and the link's target is left as it was.
+TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
+  TempDir dir;
+  const fs::path target = dir.path() / "precious.txt", link = dir.path() / "out.json",
+                 dangling = dir.path() / "gone.json";
+  { std::ofstream(target) << "keep me"; }
+  fs::create_symlink(target, link);
+  fs::create_symlink(dir.path() / "no-such-file", dangling);
+  for (const std::string& args : {"--trace " + link.string(), "--save-params " + link.string(),
+                                  "--trace-svg " + dangling.string()}) {
+    auto r = run("03_stream_towers", "--backend host --steps 1 " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is a symbolic link (to ")) << args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << args << "\n" << r.output;
+  }
+  EXPECT_TRUE(has(run("03_stream_towers", "--backend host --steps 1 --trace " + dangling.string()),
+                  "whose target does not exist"));
+  EXPECT_EQ(bytes_of(target), "keep me");
 }
 
 }  // namespace
