@@ -142,6 +142,18 @@ TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
   }
 }
 
+#ifdef TOWERS_TEST_BENCH
+// bench_graph took its counts unchecked: --towers-per-device 0 died of SIGFPE (a division
+// by zero) and --towers 0 reported a false correctness failure. Now both are flag errors.
+TEST(BenchFlags, GraphBenchRefusesZeroTowersAndZeroTowersPerDevice) {
+  for (const char* args : {"--towers-per-device 0", "--towers 0", "--towers 1 0", "--steps 1"}) {
+    auto r = run("bench_graph", args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is not in [")) << args << "\n" << r.output;
+  }
+}
+#endif
+
 // --- The checkpoint folder's lock ------------------------------------------------------
 
 // Two runs given one --checkpoint-dir: the second refuses before its first step, naming
