@@ -152,6 +152,24 @@ TEST(BenchFlags, GraphBenchRefusesZeroTowersAndZeroTowersPerDevice) {
     EXPECT_TRUE(has(r, "is not in [")) << args << "\n" << r.output;
   }
 }
+
+// The benches pasted --bin-dir into a shell command: a folder with a space broke them and
+// one with a ';' ran what followed it. Now the chapters are started without a shell.
+TEST(BenchFlags, BinDirIsAPathNeverShellText) {
+  TempDir dir;
+  const fs::path bin = dir.path() / "has space;touch pwned;#";
+  fs::create_directories(bin);
+  for (const char* chapter : {"02_serial_towers", "03_stream_towers"}) {
+    fs::create_symlink(fs::path(TOWERS_BIN_DIR) / chapter, bin / chapter);
+  }
+  auto r = run("bench_towers",
+               "--backend host --devices 1 --batch-size 2 --steps 2 --repeats 1 --bin-dir '" +
+                   bin.string() + "'",
+               "cd '" + dir.path().string() + "' && ");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("same_loss"), "yes") << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
+}
 #endif
 
 // --- The checkpoint folder's lock ------------------------------------------------------
