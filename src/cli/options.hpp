@@ -74,7 +74,7 @@ struct TraceFiles {
 void add_trace_flags(CLI::App& app, TraceFiles& files);
 
 /// Writes `events` to the files named in `files` (those not empty) and says where; throws
-/// UsageError naming the file when a write, flush or close fails (a full disk).
+/// WriteError naming the file when a write, flush or close fails (a full disk: exit 1).
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,
                        const std::string& title);
 

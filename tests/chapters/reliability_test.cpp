@@ -172,6 +172,14 @@ TEST(BenchFlags, BinDirIsAPathNeverShellText) {
 }
 #endif
 
+// A full disk is a failure during the run, exit status 1 as docs/reliability.md promises,
+// not 2 ("a mistake in the command line"): chapter 0 wrote its trace outside the harness.
+TEST(ExitStatus, AFullDiskIsStatusOneNotAUsageError) {
+  auto r = run("00_streams", "--backend host --devices 2 --kernel-ms 1 --trace /dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r, "No space left on device")) << r.output;
+}
+
 // --- The checkpoint folder's lock ------------------------------------------------------
 
 // Two runs given one --checkpoint-dir: the second refuses before its first step, naming
