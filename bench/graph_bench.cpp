@@ -237,10 +237,16 @@ int main(int argc, char** argv) {
   towers::BenchOptions options;
   CLI::App app{"Host time per step: eager enqueue (chapter 3) vs graph launch (chapter 7)"};
   app.add_option("--backend", options.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
-  app.add_option("--towers", options.towers, "tower counts, one row each");
+  // Checked as the chapters check them: --towers-per-device 0 divided by zero (SIGFPE), and
+  // --towers 0 ran no tower and reported a false correctness failure.
+  app.add_option("--towers", options.towers, "tower counts, one row each")
+      ->check(towers::whole_number(1, towers::kMaxDevices));
   app.add_option("--towers-per-device", options.towers_per_device,
-                 "the most towers sharing one device (a row with fewer puts them all on one)");
-  app.add_option("--batch-size", options.batch_size, "images per tower per step");
-  app.add_option("--steps", options.steps, "steps per mode (the first is not timed)");
+                 "the most towers sharing one device (a row with fewer puts them all on one)")
+      ->check(towers::whole_number(1, 64));
+  app.add_option("--batch-size", options.batch_size, "images per tower per step")
+      ->check(towers::whole_number(1, 4096));
+  app.add_option("--steps", options.steps, "steps per mode (the first is not timed)")
+      ->check(towers::whole_number(2, 100000, " (the first step of each mode is not timed)"));
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "model/parameters.hpp"
@@ -54,25 +55,36 @@ std::string own_directory() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
-// Runs `command`, returns the last summary line it printed; throws when there is none.
-SummaryMap run_chapter(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("could not run: " + command);
-  std::string text;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) text += chunk;
-  const int status = pclose(pipe);
+// Runs `argv` (no shell: --bin-dir may hold spaces or ';'), returns the last summary line
+// it printed; throws when there is none.
+SummaryMap run_chapter(const std::vector<std::string>& argv) {
+  const auto [status, text] = base::run_argv(argv);
   const auto summaries = parse_summaries(text);
   if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
+    std::string command;
+    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
     const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
     throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
   }
   return summaries.back();
 }
 
+// `argv` with `more` appended.
+std::vector<std::string> with(std::vector<std::string> argv, const std::vector<std::string>& more) {
+  argv.insert(argv.end(), more.begin(), more.end());
+  return argv;
+}
+
+// A number as a flag's value: 0.25, 1, 25 (as people type them, not 0.250000).
+std::string flag_number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
 double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
-SummaryMap best_of(const std::string& command, int repeats) {
+SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
   SummaryMap best;
   for (int r = 0; r < repeats; ++r) {
     SummaryMap s = run_chapter(command);
@@ -98,18 +110,18 @@ int run(const BenchOptions& o) {
               "same loss");
   bool all_same = true;
   for (double link : o.links) {
-    std::ostringstream flags;
-    flags << program << " --backend host --devices " << o.devices << " --batch-size "
-          << o.batch_size << " --steps " << o.steps << " --log-every 1000";
-    if (link > 0) flags << " --link-gbps " << link;
-    const SummaryMap off = best_of(flags.str() + " --overlap off", o.repeats);
+    std::vector<std::string> flags{program, "--backend", "host", "--devices",
+                                   std::to_string(o.devices), "--batch-size",
+                                   std::to_string(o.batch_size), "--steps",
+                                   std::to_string(o.steps), "--log-every", "1000"};
+    if (link > 0) flags = with(flags, {"--link-gbps", flag_number(link)});
+    const SummaryMap off = best_of(with(flags, {"--overlap", "off"}), o.repeats);
     const double off_ms = number(off, "step_ms"), comm = number(off, "exposed_comm_ms");
     const double compute = std::max(0.0, off_ms - comm);
     for (double cap : o.bucket_mb) {
       const auto buckets = make_buckets(cap);
-      std::ostringstream on_flags;
-      on_flags << flags.str() << " --overlap on --bucket-mb " << cap;
-      const SummaryMap on = best_of(on_flags.str(), o.repeats);
+      const SummaryMap on =
+          best_of(with(flags, {"--overlap", "on", "--bucket-mb", flag_number(cap)}), o.repeats);
       const double on_ms = number(on, "step_ms");
       const double last_share = static_cast<double>(buckets.back().count) / model::kNumParameters;
       const double expect = buckets.size() == 1 ? compute + comm
@@ -145,10 +157,12 @@ int main(int argc, char** argv) {
   towers::BenchOptions options;
   app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
   app.add_option("--bucket-mb", options.bucket_mb, "bucket caps in MiB, 0: one per layer")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(towers::finite_number(0, towers::kMaxBucketMb, " MiB"));
   app.add_option("--devices", options.devices, "simulated devices, one tower each")
       ->capture_default_str();
   app.add_option("--batch-size", options.batch_size, "images per tower per step")

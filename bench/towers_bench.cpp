@@ -56,11 +56,14 @@ std::string own_directory() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
-// Runs `command`, returns the last summary line it printed; throws when there is none.
-SummaryMap run_chapter(const std::string& command) {
-  const auto [status, text] = base::run_command(command + " 2>&1");
+// Runs `argv` (no shell: --bin-dir may hold spaces or ';'), returns the last summary line
+// it printed; throws when there is none.
+SummaryMap run_chapter(const std::vector<std::string>& argv) {
+  const auto [status, text] = base::run_argv(argv);
   const auto summaries = parse_summaries(text);
   if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
+    std::string command;
+    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
     const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
     throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
   }
@@ -91,14 +94,17 @@ int run(const BenchOptions& options) {
               "same loss");
   bool all_same = true;
   for (int devices : options.devices) {
-    std::ostringstream flags;
-    flags << " --backend " << options.backend << " --devices " << devices
-          << " --towers-per-device " << options.towers_per_device << " --batch-size "
-          << options.batch_size << " --steps " << options.steps << " --log-every 1000";
+    const std::vector<std::string> flags{
+        "--backend", options.backend, "--devices", std::to_string(devices),
+        "--towers-per-device", std::to_string(options.towers_per_device),
+        "--batch-size", std::to_string(options.batch_size), "--steps",
+        std::to_string(options.steps), "--log-every", "1000"};
     SummaryMap best[2];
     for (int r = 0; r < options.repeats; ++r) {
       for (int c = 0; c < 2; ++c) {
-        SummaryMap s = run_chapter(chapters[c] + flags.str());
+        std::vector<std::string> argv{chapters[c]};
+        argv.insert(argv.end(), flags.begin(), flags.end());
+        SummaryMap s = run_chapter(argv);
         if (r == 0 || step_ms(s) < step_ms(best[c])) best[c] = s;
       }
     }

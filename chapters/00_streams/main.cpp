@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   add_runtime_flags(app, runtime_options);
   add_trace_flags(app, trace_files);
   app.add_option("--kernel-ms", kernel_ms, "how long each device's kernel runs")
-      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+      ->capture_default_str()->check(finite_number(0.1, 10000, " ms (at most 10 s: mode=sync runs the kernels one after another)"));
   app.add_option("--towers-per-device", towers_per_device,
                  "streams (towers) per device, so one GPU can show the effect too")
       ->capture_default_str()->check(CLI::Range(1, 64));

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   InputFlags input_flags;
   CheckFlags check_flags;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
   add_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     const int num_gpus = training.num_towers();
     std::unique_ptr<TowerInputs> inputs;  // none with --input queue
     if (!from_queue) {
-      inputs = std::make_unique<TowerInputs>(training.train_set(), towers, input_flags, flags.seed);
+      inputs = std::make_unique<TowerInputs>(training, input_flags);  // resumes with the training
     }
     auto allreduce =
         make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
@@ -70,10 +71,10 @@ int main(int argc, char** argv) {
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     double dequeue_ms = 0;  // --input queue: the training thread's time making global batches
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       const auto dequeue_start = std::chrono::steady_clock::now();
-      StepScope step = training.step(global_step);  // with --input queue, dequeues the global batch
+      StepScope step = training.step(run_step);  // with --input queue, dequeues the global batch
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       dequeue_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                               dequeue_start).count();
       // docs-begin: iterator-towers
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(global_step, vars.params);  // are the towers' copies still identical?
+      check.after_step(run_step, vars.params);  // are the towers' copies still identical?
     }
     const double input_wait_ms = inputs ? inputs->input_wait_ms() : dequeue_ms;
     Summary extra;

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   CheckFlags check_flags;
   OverlapFlags overlap_flags;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
   add_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    TowerInputs inputs(training, input_flags);  // resumes with the training
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
@@ -93,9 +94,9 @@ int main(int argc, char** argv) {
       comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
     }
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
-      StepScope step = training.step(global_step);
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
+      StepScope step = training.step(run_step);
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
@@ -104,14 +105,14 @@ int main(int argc, char** argv) {
         // docs-begin: layer-events
         tower_loss(tower, vars.params[i], batch, [&](int layer) {
           tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
-          if (comm_probe && i == 0 && layer == probe_layer && global_step == probe_step) {
+          if (comm_probe && i == 0 && layer == probe_layer && run_step == probe_step) {
             comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
           }
         });
         // docs-end: layer-events
         inputs[i].release(batch, *tower.stream);
       }
-      if (comm_probe && global_step == probe_step) {  // --probe: where the first bucket starts
+      if (comm_probe && run_step == probe_step) {  // --probe: where the first bucket starts
         comm_streams[0]->wait(*layer_ready[0][buckets.front().last_layer]);
         comm_probe->enqueue(*comm_streams[0]);
       }
@@ -142,7 +143,7 @@ int main(int argc, char** argv) {
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(global_step, vars.params);
+      check.after_step(run_step, vars.params);
     }
     Summary extra;
     extra.add("allreduce", std::string(allreduce->name()))

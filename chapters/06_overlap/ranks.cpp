@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   add_overlap_flags(app, overlap_flags);
   app.add_option("--collective-timeout", collective_timeout_s,
                  "seconds any one collective may wait for the other ranks before the job ends")
-      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+      ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"));
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
   std::string save_graph;
   app.add_option("--save-graph", save_graph,
                  "write the captured graph's nodes and dependencies to this file (one line per node)")
@@ -47,12 +48,11 @@ int main(int argc, char** argv) {
     for (auto& replica : training.replicas()) {
       meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
     }
-    meet.copy(averages.data(), training.initial_params(), param_bytes, "copy params");
+    meet.copy(averages.data(), training.initial_averages(), param_bytes, "copy params");
     meet.synchronize();
-    training.read_params_with([&](float* out) {
-      meet.copy(out, root.params.data(), param_bytes);
-      meet.synchronize();
-    });
+    training.read_params_with(  // parameters, then moving averages, to the host
+        [&](float* out) { meet.copy(out, root.params.data(), param_bytes); meet.synchronize(); },
+        [&](float* out) { meet.copy(out, averages.data(), param_bytes); meet.synchronize(); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     // Everything the graph touches is allocated before the capture: a graph cannot allocate.
     StepScalars scalars(*root.device);
@@ -89,14 +89,15 @@ int main(int argc, char** argv) {
     double launch_ms = 0;
     const auto host_calls_before = training.runtime().trace().host_enqueues();
     int steps_run = 0;
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step, ++steps_run) {
-      StepScope step = training.step(global_step);  // refills the pinned batch the graph reads
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested();
+         ++run_step, ++steps_run) {
+      StepScope step = training.step(run_step);  // refills the pinned batch the graph reads
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       // docs-begin: launch-step
       scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
       const auto launch_started = std::chrono::steady_clock::now();
       train_op->launch(meet);  // the whole step: every tower, the average, the update
-      if (global_step > 0 || flags.steps == 1) launch_ms += 1000.0 * seconds_since(launch_started);
+      if (run_step > 0 || flags.steps == 1) launch_ms += 1000.0 * seconds_since(launch_started);
       // docs-end: launch-step
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss

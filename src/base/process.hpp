@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace towers::base {
 
@@ -20,5 +21,10 @@ struct CommandResult {
 /// each piece of output as it arrives (to show progress while the command runs).
 CommandResult run_command(const std::string& command,
                           const std::function<void(std::string_view)>& echo = {});
+
+/// Runs the program `argv[0]` (a path) with the arguments `argv[1..]` as they are, with no
+/// shell between: no word splitting, no quoting, nothing a folder's name can inject.
+/// Reads its stdout and stderr, together, to the end. exit_code 127: it could not start.
+CommandResult run_argv(const std::vector<std::string>& argv);
 
 }  // namespace towers::base

@@ -2,9 +2,11 @@
 #include "cli/options.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <sstream>
 
 #include "cli/output_paths.hpp"
 #include "trace/export.hpp"
@@ -26,6 +28,59 @@ CLI::Validator whole_number(long long lo, long long hi, const std::string& why) 
         return "";
       },
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+}
+
+namespace {
+
+// 0.1, 100000, 1e+06: six significant digits, as people write bounds (not 309 digits).
+std::string readable(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+std::string range_text(double lo, double hi) { return "[" + readable(lo) + ", " + readable(hi) + "]"; }
+
+}  // namespace
+
+CLI::Validator finite_number(double lo, double hi, const std::string& why) {
+  return CLI::Validator(
+      [lo, hi, why](std::string& text) -> std::string {
+        double value = 0;
+        // from_chars takes no leading '+', which people (and strtod) write.
+        const char* begin = text.data() + (text.size() > 1 && text[0] == '+' ? 1 : 0);
+        const char* end = text.data() + text.size();
+        auto [stop, error] = std::from_chars(begin, end, value);
+        if (text.empty() || error == std::errc::invalid_argument || stop != end) {
+          return "'" + text + "' is not a number";
+        }
+        if (error == std::errc::result_out_of_range) {  // 1e999: beyond any double
+          return text + " is not in " + range_text(lo, hi) + why;
+        }
+        if (!std::isfinite(value)) {
+          return "'" + text + "' is not a finite number: give a number in " + range_text(lo, hi) + why;
+        }
+        if (value < lo || value > hi) return text + " is not in " + range_text(lo, hi) + why;
+        return "";
+      },
+      "NUMBER in " + range_text(lo, hi));
+}
+
+CLI::Validator link_gbps(bool zero_means_unlimited) {
+  const std::string why =
+      " (below " + readable(kMinLinkGbps) + " Gb/s one copy of the model's gradients takes over a "
+      "third of a second and a step of many towers minutes; above " + readable(kMaxLinkGbps) +
+      " Gb/s a link is no different from none" + (zero_means_unlimited ? "; 0: unlimited)" : ")");
+  const CLI::Validator range = finite_number(kMinLinkGbps, kMaxLinkGbps, why);
+  if (!zero_means_unlimited) return range;
+  return CLI::Validator(
+      [range](std::string& text) -> std::string {
+        double value = -1;
+        auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error == std::errc() && stop == text.data() + text.size() && value == 0) return "";
+        return range(text);
+      },
+      "NUMBER: 0 or in " + range_text(kMinLinkGbps, kMaxLinkGbps));
 }
 
 CLI::Validator unsigned_64() {
@@ -75,11 +130,14 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
                  "host: simulate a link of this many gigabits/s between devices (peer copies "
                  "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
                  "4800). Chapter 6")
-      ->check(CLI::PositiveNumber)
+      ->check(link_gbps())
       ->default_str("unlimited");
   app.add_option("--link-latency-us", options.link.latency_us,
                  "host: microseconds added to every peer copy of the simulated link")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(0, kMaxLinkLatencyUs,
+                            " (at most " + readable(kMaxLinkLatencyUs / 1e6) +
+                                " s per copy, a link across a continent: a ring makes 2 (N-1) "
+                                "copies a step)"))
       ->default_str("0");
 }
 

@@ -26,6 +26,26 @@ namespace towers {
 /// the range is "not in [lo, hi]"; `why` (if any) is appended to say what the limit is for.
 CLI::Validator whole_number(long long lo, long long hi, const std::string& why = "");
 
+/// A flag check for a finite number in [lo, hi], the one check every floating-point flag
+/// uses: "abc" is "not a number"; "nan" and "inf" are "not a finite number" (NaN fails
+/// every comparison, so a range check alone lets it through, and a NaN timeout cast to an
+/// integer is undefined); 7 outside the range is "not in [lo, hi]", bounds written as
+/// people write them (0.1, 1e+06); `why` (if any) is appended to say what the limits are for.
+CLI::Validator finite_number(double lo, double hi, const std::string& why = "");
+
+/// The simulated link's bounds (runtime/link_model.hpp). A peer copy must end in a time a
+/// step can wait for and a Ctrl-C can interrupt: below kMinLinkGbps one copy of the
+/// model's 4.3 MB of gradients takes over a third of a second, and a step of many towers
+/// minutes; above kMaxLinkGbps (20x NVLink 4) a link is no different from no model.
+inline constexpr double kMinLinkGbps = 0.1;
+inline constexpr double kMaxLinkGbps = 100000;
+/// At most 0.1 s per copy (a link across a continent): a ring makes 2 (N-1) copies a step.
+inline constexpr double kMaxLinkLatencyUs = 100000;
+
+/// --link-gbps's check: a finite number in [kMinLinkGbps, kMaxLinkGbps], saying why. With
+/// `zero_means_unlimited` (a bench's list of links) 0 passes too.
+CLI::Validator link_gbps(bool zero_means_unlimited = false);
+
 /// A flag check for an unsigned 64-bit number (a seed): rejects "-1", "2^64" and text
 /// instead of letting them wrap around or be cut short.
 CLI::Validator unsigned_64();
@@ -54,7 +74,7 @@ struct TraceFiles {
 void add_trace_flags(CLI::App& app, TraceFiles& files);
 
 /// Writes `events` to the files named in `files` (those not empty) and says where; throws
-/// UsageError naming the file when a write, flush or close fails (a full disk).
+/// WriteError naming the file when a write, flush or close fails (a full disk: exit 1).
 void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& events,
                        const std::string& title);
 

@@ -39,6 +39,19 @@ void check_output_file(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
   const fs::path file(path);
   std::error_code ec;
+  // A symbolic link is refused up front rather than written through: the write would land
+  // on its target, maybe a file elsewhere that no one meant to overwrite, or, for a link
+  // whose target is gone, fail after the run. A link to a device (/dev/stdout) is written
+  // in place, as the device itself is.
+  if (fs::is_symlink(fs::symlink_status(file, ec))) {
+    const fs::file_status target = fs::status(file, ec);
+    if (!fs::exists(target) || fs::is_regular_file(target) || fs::is_directory(target)) {
+      const fs::path to = fs::read_symlink(file, ec);
+      refuse(flag, file, "is a symbolic link (to " + to.string() + ")" +
+                             (fs::exists(target) ? "" : ", whose target does not exist"),
+             "Outputs are not written through links. Give the target's own path, or a new name.");
+    }
+  }
   if (fs::is_directory(file, ec)) {
     refuse(flag, file, "is a folder, not a file", "Give a file name, e.g. " + (file / "out").string() + ".");
   }

@@ -14,7 +14,9 @@ namespace towers {
 
 /// Checks that the file `path` given to `flag` can be written later: its folder exists
 /// and is writable (tested by creating and removing a probe file there), and `path` is
-/// not a folder. An existing file is not opened or changed. Empty `path`: nothing to do.
+/// not a folder, nor a symbolic link to a file, a folder or nothing (outputs are never
+/// written through a link; one to a device such as /dev/stdout is). An existing file is
+/// not opened or changed. Empty `path`: nothing to do.
 void check_output_file(const std::string& path, const std::string& flag);
 
 /// Creates the folder `path` given to `flag`, with its parents, and checks that files can

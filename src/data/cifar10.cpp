@@ -80,6 +80,12 @@ Dataset read_records(const fs::path& path) {
     fail(path.string() + " is a folder, not a CIFAR-10 file: --data-dir must be the folder "
          "that holds data_batch_1.bin ... test_batch.bin.");
   }
+  // A named pipe would block the read until someone writes to it (forever, before the
+  // first step); a device or socket has no size to check. A data file is read whole.
+  if (!fs::is_regular_file(status)) {
+    fail(path.string() + " is not a regular file (a named pipe, a device or a socket): a "
+         "CIFAR-10 file is read whole. Put the file itself in --data-dir.");
+  }
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot read " + path.string() + ": " + std::strerror(errno) + ".");

@@ -67,6 +67,8 @@ CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir), ev
                      "--resume-if-present to start from scratch when there is no checkpoint.");
   }
   prepare_output_folder(dir_, "--checkpoint-dir");
+  // Before anything in the folder is read or removed: another run's files are its own.
+  lock_ = std::make_unique<FolderLock>(dir_, "--checkpoint-dir");
   for (const fs::path& stale : model::remove_stale_temporary_files(dir_)) {
     std::printf("removed %s, left by an interrupted save\n", stale.string().c_str());
   }
@@ -108,6 +110,8 @@ CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir), ev
     std::printf("--overwrite: deleted %s\n", file.string().c_str());
   }
 }
+
+CheckpointDir::~CheckpointDir() = default;
 
 fs::path CheckpointDir::save(const model::TrainingState& state) const {
   return model::save_checkpoint(dir_, state);

@@ -4,6 +4,8 @@
 //
 // At construction (before training) it
 //   - creates the folder with its parents, or refuses with a message naming the flag;
+//   - locks it for the whole run (cli/folder_lock.hpp): a second run given the same
+//     folder refuses, naming the first's PID, instead of interleaving checkpoints;
 //   - removes temporary files of saves whose process died (model.ckpt-N.tmp-PID);
 //   - with --resume: finds the newest checkpoint, the one with the highest step, and
 //     refuses when there is none (missing, empty or mistyped folder) unless
@@ -19,9 +21,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "cli/folder_lock.hpp"
 #include "model/checkpoint.hpp"
 
 namespace towers {
@@ -42,8 +46,10 @@ void add_checkpoint_flags(CLI::App& app, CheckpointFlags& flags);
 /// The checkpoint folder of one run, settled before its first step. Introduced in chapter 1.
 class CheckpointDir {
  public:
-  /// Settles the folder as described above; throws UsageError naming the flag.
+  /// Settles and locks the folder as described above; throws UsageError naming the flag.
   explicit CheckpointDir(const CheckpointFlags& flags);
+  /// Releases the folder's lock.
+  ~CheckpointDir();
 
   /// True when --checkpoint-dir was given.
   bool enabled() const { return !dir_.empty(); }
@@ -62,6 +68,7 @@ class CheckpointDir {
 
  private:
   std::filesystem::path dir_;
+  std::unique_ptr<FolderLock> lock_;  // held from the folder's checks to the end of the run
   std::int64_t every_ = 1000;
   std::optional<model::TrainingState> resumed_;
   std::filesystem::path resumed_from_;

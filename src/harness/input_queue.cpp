@@ -43,25 +43,10 @@ data::InputPosition InputQueue::position() const {
 }
 
 void InputQueue::restore(const data::InputPosition& saved) {
-  const data::InputPosition now = position();
-  auto refuse = [](const std::string& what, std::uint64_t was, std::uint64_t is,
-                   const std::string& hint) {
-    throw UsageError("cannot resume the input exactly: the checkpoint was made with " + what +
-                     " " + std::to_string(was) + ", this run has " + std::to_string(is) + ". " +
-                     hint);
-  };
-  if (saved.seed != now.seed) refuse("--seed", saved.seed, now.seed, "Resume with the same --seed.");
-  if (saved.examples != now.examples) {
-    refuse("a training set of", saved.examples, now.examples, "Resume with the same --data-dir.");
-  }
-  if (saved.global_batch != now.global_batch) {
-    refuse("a global batch of", saved.global_batch, now.global_batch,
-           "Resume with the same --batch-size (and number of towers).");
-  }
-  if (saved.position > saved.examples) {  // load_checkpoint refuses this; a last guard
-    throw UsageError("cannot resume the input: position " + std::to_string(saved.position) +
-                     " lies outside a training set of " + std::to_string(saved.examples));
-  }
+  // The towers' iterators' check, in their words: the same seed, set and global batch,
+  // and a position at the start of one of the epoch's global batches. A queue is the
+  // input of one tower whose batch is the global batch, so the two positions agree.
+  data::steps_before(saved, train_.size(), /*num_towers=*/1, global_batch_, seed_);
   epoch_ = saved.epoch;
   shuffle();  // the order of the saved epoch, from (seed, epoch)
   position_ = static_cast<std::size_t>(saved.position);

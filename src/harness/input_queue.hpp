@@ -32,9 +32,10 @@ class InputQueue {
   /// exactly the batches an uninterrupted run would have.
   data::InputPosition position() const;
 
-  /// Continues from `saved`, a position() of a queue over the same training set, batch
-  /// and seed. Throws UsageError, saying which flag differs from the checkpoint, when
-  /// they do not match, or when `saved` lies outside the set (a corrupt record).
+  /// Continues from `saved`, a position() of a queue (or of the towers' iterators) over the
+  /// same training set, global batch and seed. Throws UsageError with data::steps_before()'s
+  /// words, saying which flag differs from the checkpoint, when they do not match, or when
+  /// `saved` is not the start of a global batch of its epoch (a damaged record).
   void restore(const data::InputPosition& saved);
 
  private:

@@ -33,7 +33,16 @@ TowerInputs::TowerInputs(const data::Dataset& train,
   }
 }
 
-TowerInputs::~TowerInputs() = default;
+TowerInputs::TowerInputs(TowerTraining& training, const InputFlags& flags)
+    : TowerInputs(training.train_set(), training.towers(), flags, training.seed(),
+                  training.job_towers(), training.first_input_step()) {
+  training_ = &training;
+  training.read_input_with([this] { return iterators_[0]->position(); });
+}
+
+TowerInputs::~TowerInputs() {
+  if (training_) training_->read_input_with({});
+}
 
 double TowerInputs::input_wait_ms() const {
   double sum = 0;

@@ -9,7 +9,9 @@
 // input pipeline is, and the destructor stops them.
 //
 // Make it after the TowerTraining whose dataset and towers it reads (so it is destroyed
-// first); use it from the training thread. Introduced in chapter 4.
+// first); use it from the training thread. Made from the TowerTraining itself, it also
+// resumes: it starts where a resumed checkpoint's input stood, and the training's
+// checkpoints record its position. Introduced in chapter 4.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,6 +21,7 @@
 
 #include "base/thread_pool.hpp"
 #include "data/iterator.hpp"
+#include "harness/tower_training.hpp"
 #include "parallel/tower.hpp"
 
 namespace towers {
@@ -44,7 +47,12 @@ class TowerInputs {
   TowerInputs(const data::Dataset& train, const std::vector<std::unique_ptr<Tower>>& towers,
               const InputFlags& flags, std::uint64_t seed, int towers_in_job = 0,
               std::int64_t first_step = 0);
-  /// Stops the producers and waits for the work that reads their buffers.
+  /// The iterators of `training`'s towers (chapters 4 and 6): over its training set and
+  /// --seed, starting at its first_input_step(); registered with read_input_with(), so its
+  /// checkpoints record where they stand (every tower at the same place: tower 0's).
+  TowerInputs(TowerTraining& training, const InputFlags& flags);
+  /// Unregisters from the training, if made from one; stops the producers and waits for
+  /// the work that reads their buffers.
   ~TowerInputs();
 
   /// Tower `tower`'s iterator: next() and release() are the training loop's.
@@ -53,6 +61,7 @@ class TowerInputs {
   double input_wait_ms() const;
 
  private:
+  TowerTraining* training_ = nullptr;  // the one made from, to unregister from
   base::ThreadPool pool_;
   std::vector<std::unique_ptr<data::TowerIterator>> iterators_;  // after pool_: stopped first
 };

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/output_paths.hpp"
+#include "data/iterator_plan.hpp"
 #include "data/preprocess.hpp"
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
@@ -54,15 +55,19 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   }
   initial_params_ = host_side.allocate_pinned(sizeof(float) * model::kNumParameters);
   if (const auto& resumed = checkpoints_.resumed()) {
-    if (!queue_) throw std::logic_error("TowerTraining: resuming needs TowerInput::kGlobalBatch");
     std::printf("resumed from %s at step %lld\n", checkpoints_.resumed_from().c_str(),
                 static_cast<long long>(resumed->global_step));
     first_global_step_ = resumed->global_step;
     std::copy(resumed->params.begin(), resumed->params.end(), initial_params());
     initial_averages_ = resumed->moving_averages;
     // The input continues where it stood, so resuming is the same as never stopping.
-    if (resumed->input) {
+    // The global batch's queue is restored here; the towers' own iterators are made
+    // later by the chapter (TowerInputs), at the global batch the position stood before.
+    if (resumed->input && queue_) {
       queue_->restore(*resumed->input);
+    } else if (resumed->input) {
+      first_input_step_ = data::steps_before(*resumed->input, train_.size(), job_towers_,
+                                             flags.layout.batch_size, flags.seed);
     } else {
       std::printf("note: %s (format 1) has no input position: the input starts again at "
                   "epoch 0\n", checkpoints_.resumed_from().c_str());
@@ -180,14 +185,14 @@ void TowerTraining::save_checkpoint_if_due(int step) {
   const std::int64_t global_step = first_global_step_ + step + 1;  // steps taken
   const bool last = step + 1 == flags_.steps || stop_->requested();
   if (!checkpoints_.due(global_step, last)) return;
-  if (!read_params_ || !read_averages_ || !queue_) {
-    throw std::logic_error("--checkpoint-dir needs read_params_with() with both readers and the "
-                           "global batch");
+  if (!read_params_ || !read_averages_ || !(queue_ || read_input_)) {
+    throw std::logic_error("--checkpoint-dir needs read_params_with() with both readers and an "
+                           "input: the global batch, or TowerInputs(training, ...)");
   }
   model::TrainingState state{.global_step = global_step,
                              .params = std::vector<float>(model::kNumParameters),
                              .moving_averages = std::vector<float>(model::kNumParameters),
-                             .input = queue_->position()};
+                             .input = queue_ ? queue_->position() : read_input_()};
   read_params_(state.params.data());
   read_averages_(state.moving_averages.data());
   check_parameters(state.params.data(), global_step - 1);  // a NaN weight can hide behind a ReLU

@@ -15,9 +15,12 @@
 // summary, and a failure of one output never drops the ones after it.
 // With chapter 1's checkpoint and eval flags (add_checkpoint_flags, chapter 2), it also
 // settles --checkpoint-dir and loads the --eval test set before anything else, resumes
-// (parameters, moving averages, the global batch's input position, the global step),
-// saves a checkpoint at the cadence and the last step from StepScope::end(), and
-// evaluates the moving averages in finish(): what chapter 1 does, in chapter 1's words.
+// (parameters, moving averages, the input's position, the global step), saves a
+// checkpoint at the cadence and the last step from StepScope::end(), and evaluates the
+// moving averages in finish(): what chapter 1 does, in chapter 1's words. The input is
+// the global batch (chapters 2, 3, 7) or the towers' own iterators (chapters 4, 6: made
+// with TowerInputs(training, ...), which start at first_input_step() and report their
+// position through read_input_with()), so this is the one place resuming is wired.
 // Used from one host thread.
 #pragma once
 
@@ -30,6 +33,7 @@
 
 #include "cli/graceful_stop.hpp"
 #include "data/cifar10.hpp"
+#include "data/input_position.hpp"
 #include "harness/input_queue.hpp"
 #include "harness/training.hpp"
 #include "parallel/tower.hpp"
@@ -91,7 +95,8 @@ class TowerTraining {
   /// Adds chapter 1's --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present,
   /// --overwrite and --eval (into flags.checkpoints, flags.eval). A chapter that adds them
   /// starts from initial_params() and initial_averages(), passes read_params_with() both
-  /// readers and steps with StepScope::global_step(). Needs TowerInput::kGlobalBatch.
+  /// readers and steps with StepScope::global_step(); with TowerInput::kOwnIterators its
+  /// towers' input is a TowerInputs(training, ...), which does the rest.
   static void add_checkpoint_flags(CLI::App& app, TrainingFlags& flags);
 
   /// Builds runtime, towers and input; gives each simulated device one op thread;
@@ -117,6 +122,19 @@ class TowerTraining {
   int batch_size() const { return flags_.layout.batch_size; }
   /// The training set (the embedded synthetic set or --data-dir), kept for the run.
   const data::Dataset& train_set() const { return train_; }
+  /// --seed: of the initial parameters, the input's shuffles and its distortions.
+  std::uint64_t seed() const { return flags_.seed; }
+  /// Towers that share each global batch: this process's, or the job's (chapter 5).
+  int job_towers() const { return job_towers_; }
+  /// With TowerInput::kOwnIterators: the global batch the towers' iterators start at, 0
+  /// or where the resumed checkpoint's input stood (data::steps_before), so a resumed run
+  /// reads exactly the batches an uninterrupted one would have.
+  std::int64_t first_input_step() const { return first_input_step_; }
+  /// With TowerInput::kOwnIterators: how to read where the towers' input stands, for the
+  /// checkpoints (TowerInputs registers itself, and unregisters with an empty function).
+  void read_input_with(std::function<data::InputPosition()> position) {
+    read_input_ = std::move(position);
+  }
 
   /// The initial parameters (host, pinned), from --seed, or the resumed checkpoint's.
   float* initial_params() { return initial_params_.as<float>(); }
@@ -214,6 +232,8 @@ class TowerTraining {
   std::unique_ptr<GracefulStop> stop_;
   std::function<void(float*)> read_params_;
   std::function<void(float*)> read_averages_;
+  std::function<data::InputPosition()> read_input_;  // kOwnIterators: read_input_with()
+  std::int64_t first_input_step_ = 0;                 // kOwnIterators: first_input_step()
   std::vector<float> initial_averages_;
   std::vector<float> host_params_;  // where read_params_ copies to
   std::chrono::steady_clock::time_point step_start_;

@@ -16,9 +16,10 @@ namespace towers {
 class TowerVariables {
  public:
   /// Allocates each tower's parameters and moving averages on its device, copies the
-  /// initial parameters into both on the tower's stream and waits for the copies. Then
-  /// has `training` read tower 0's parameters (read_params_with) for its divergence
-  /// check and --save-params: after every step the towers' copies are equal.
+  /// initial parameters and averages (a resumed checkpoint's, or both from --seed) into
+  /// them on the tower's stream and waits for the copies. Then has `training` read tower
+  /// 0's parameters and averages (read_params_with) for its divergence check,
+  /// --save-params and checkpoints: after every step the towers' copies are equal.
   explicit TowerVariables(TowerTraining& training);
 
   std::vector<float*> params;    ///< [tower] the tower's own parameters

@@ -107,7 +107,7 @@ class StepTraces {
   /// Prints the ASCII timeline of the last step (and remembers `title` for the files).
   void print_last_timeline(const std::string& title);
   /// Writes every collected span to the trace files asked for (--trace, --trace-svg),
-  /// titled as the last print_last_timeline(); throws UsageError when one cannot be written.
+  /// titled as the last print_last_timeline(); throws WriteError when one cannot be written.
   void write_trace_files() const;
 
  private:

@@ -111,7 +111,7 @@ std::optional<std::size_t> first_non_finite(const std::vector<float>& values) {
 }
 
 [[noreturn]] void save_failed(const fs::path& file, const std::string& step, int error) {
-  throw UsageError("cannot save " + file.string() + ": " + step + " failed (" +
+  throw WriteError("cannot save " + file.string() + ": " + step + " failed (" +
                    std::strerror(error) + "); check that the folder exists, is writable and " +
                    "has space. Nothing else was changed.");
 }

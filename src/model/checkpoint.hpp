@@ -43,9 +43,10 @@ inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
 
 /// Writes `state` to dir/model.ckpt-STEP, STEP being its global_step, atomically, and
 /// returns the path.
-/// Throws UsageError, naming the file and the reason, when `dir` is missing or not
-/// writable or the state does not hold kNumParameters values twice; an existing file of
-/// that name, and every other checkpoint, is then left as it was.
+/// Throws WriteError, naming the file and the reason, when `dir` is missing or not
+/// writable (a full disk: exit status 1), and UsageError when the state does not hold
+/// kNumParameters finite values twice; an existing file of that name, and every other
+/// checkpoint, is then left as it was.
 std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const TrainingState& state);
 
 /// Writes `state` to exactly `file` (a temporary "<file>.tmp-PID" in its folder, fsync,
@@ -55,7 +56,7 @@ std::filesystem::path save_checkpoint_file(const std::filesystem::path& file,
                                            const TrainingState& state);
 
 /// Writes `bytes` to `file` atomically and durably, as save_checkpoint_file() does;
-/// throws UsageError naming the file, the failed step and the system's reason.
+/// throws WriteError naming the file, the failed step and the system's reason.
 void write_file_atomically(const std::filesystem::path& file, const std::string& bytes);
 
 /// "model.ckpt-STEP", the name save_checkpoint() gives the state of `global_step`.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/buckets.hpp"
 
+#include "cli/options.hpp"  // finite_number
 #include "model/gradient_layers.hpp"
 
 namespace towers {
@@ -43,7 +44,8 @@ void add_overlap_flags(CLI::App& app, OverlapFlags& flags) {
   app.add_option("--bucket-mb", flags.bucket_mb,
                  "largest bucket in MiB (as DDP's bucket_cap_mb); consecutive layers join "
                  "while they fit; 0: one bucket per layer")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(0, kMaxBucketMb,
+                            " MiB (the whole model is 4.1 MiB, so any cap above it is one bucket)"))
       ->default_str("0");
 }
 

@@ -32,6 +32,10 @@ std::vector<Bucket> make_buckets(double bucket_mb);
 /// `buffers[i] + bucket.offset` for each tower: one bucket of every tower's gradients.
 std::vector<float*> bucket_of(std::span<float* const> buffers, const Bucket& bucket);
 
+/// The largest --bucket-mb: far above the model's 4.1 MiB, and small enough that the cap
+/// in bytes fits any integer it is converted to.
+inline constexpr double kMaxBucketMb = 1024;
+
 /// Chapter 6's flags: --overlap on|off and --bucket-mb.
 struct OverlapFlags {
   bool overlap = true;    ///< --overlap on: all-reduce buckets during the backward pass

@@ -200,7 +200,7 @@ void write_text_file(const std::string& path, const std::string& text) {
   // Every step can fail on a full disk or a quota, the last two most of all (the data sits
   // in a buffer until then): each is checked, so "wrote" is printed only when it is true.
   auto fail = [&](const char* step) {
-    throw UsageError("cannot write '" + path + "': " + step + " failed (" + std::strerror(errno) +
+    throw WriteError("cannot write '" + path + "': " + step + " failed (" + std::strerror(errno) +
                      "). Check that its folder exists, is writable and has space.");
   };
   std::FILE* file = std::fopen(path.c_str(), "wb");

@@ -27,7 +27,7 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
 /// by tower (record and wait markers are left out). `title` is drawn above the rows.
 std::string timeline_svg(const std::vector<TraceEvent>& events, const std::string& title);
 
-/// Writes `text` to `path`; throws UsageError naming the path when it cannot be written.
+/// Writes `text` to `path`; throws WriteError naming the path when it cannot be written.
 void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace towers

@@ -27,5 +27,18 @@ TEST(RunCommand, AKilledCommandHasNoExitCode) {
   EXPECT_EQ(run_command("kill -9 $$").exit_code, -1);
 }
 
+// No shell: an argument with a space, a ';' or a '$' arrives as it is, one word.
+TEST(RunArgv, PassesEachArgumentAsItIsWithoutAShell) {
+  const CommandResult r = run_argv({"/bin/sh", "-c", "printf '%s|' \"$@\"; echo err 1>&2; exit 4",
+                                    "sh", "a b", "c;touch x", "$HOME"});
+  EXPECT_EQ(r.output, "a b|c;touch x|$HOME|err\n");  // stderr too
+  EXPECT_EQ(r.exit_code, 4);
+}
+
+TEST(RunArgv, AProgramThatCannotStartExitsWith127) {
+  EXPECT_EQ(run_argv({"/no/such/program"}).exit_code, 127);
+  EXPECT_EQ(run_argv({}).exit_code, -1);
+}
+
 }  // namespace
 }  // namespace towers::base

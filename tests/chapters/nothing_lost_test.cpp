@@ -16,6 +16,7 @@
 
 #include "../data/temp_dir.hpp"
 #include "base/temp_dir.hpp"
+#include "cli/folder_lock.hpp"
 #include "data/synthetic.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
@@ -60,9 +61,11 @@ std::string read_bytes(const fs::path& file) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// The files in `dir`, without the checkpoint folder's lock file (reliability_test.cpp).
 std::set<std::string> names_in(const fs::path& dir) {
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  names.erase(kFolderLockName);
   return names;
 }
 

@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <string>
 
 #include "base/temp_dir.hpp"
 #include "base/usage_error.hpp"
@@ -68,6 +71,33 @@ TEST(CheckpointDir, ResumeTakesTheHighestStepOrRefuses) {
   ASSERT_TRUE(resumed.resumed());
   EXPECT_EQ(resumed.resumed()->global_step, 100);
   EXPECT_EQ(resumed.resumed_from().filename(), "model.ckpt-100");
+}
+
+// Two runs on one folder would interleave their checkpoints: the second refuses, naming
+// the first's PID; once the first has ended (its lock released), the folder is free again.
+TEST(CheckpointDir, ASecondRunOnTheSameFolderIsRefusedWhileTheFirstHoldsIt) {
+  base::TempDir tmp("checkpoint_dir_test_lock");
+  CheckpointFlags resume = in(tmp.path());
+  resume.resume_if_present = true;
+  testing::internal::CaptureStdout();
+  {
+    CheckpointDir first(in(tmp.path()));
+    try {
+      CheckpointDir second(resume);
+      ADD_FAILURE() << "a second CheckpointDir on a locked folder was accepted";
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("is in use by another run (PID " + std::to_string(::getpid())),
+                std::string::npos) << message;
+      EXPECT_NE(message.find("--checkpoint-dir " + tmp.path().string()), std::string::npos) << message;
+    }
+    first.save(state_at(4));  // the refused run touched nothing of the first's
+  }
+  CheckpointDir after(resume);  // the lock file stays, but no process holds it
+  testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(after.resumed());
+  EXPECT_EQ(after.resumed()->global_step, 4);
+  EXPECT_TRUE(fs::exists(tmp.path() / kFolderLockName));
 }
 
 TEST(CheckpointDir, FlagsThatNeedAFolderAreRefusedWithoutOne) {

@@ -5,9 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "base/usage_error.hpp"
+#include "data/iterator_plan.hpp"
 #include "data/synthetic.hpp"
 
 namespace towers {
@@ -68,6 +71,35 @@ TEST(InputQueue, RefusesABatchLargerThanTheSetAndAPositionOfOtherFlags) {
   data::InputPosition other_batch = queue.position();
   other_batch.global_batch = 2;
   EXPECT_THROW(queue.restore(other_batch), UsageError);
+}
+
+// A damaged or crafted position between two batches was accepted by the queue; and its
+// refusals were worded apart from the iterators'. Both now say the same, in one place.
+TEST(InputQueue, RefusesPositionsInTheIteratorsWordsCraftedOnesIncluded) {
+  const data::Dataset train = small_set(10);  // 2 global batches of 4 per epoch
+  InputQueue queue(train, kBatch, 1);
+  auto refusal = [](const std::function<void()>& act) {
+    try {
+      act();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::vector<data::InputPosition> bad(4, queue.position());
+  bad[0].seed = 2;
+  bad[1].global_batch = 2;
+  bad[2].position = 3;   // between two batches
+  bad[3].position = 12;  // past the epoch's last batch
+  for (const data::InputPosition& saved : bad) {
+    const std::string from_queue = refusal([&] { queue.restore(saved); });
+    const std::string from_iterators =
+        refusal([&] { data::steps_before(saved, train.size(), 2, kBatch / 2, 1); });
+    EXPECT_NE(from_queue, "accepted") << "position " << saved.position;
+    EXPECT_EQ(from_queue, from_iterators);
+  }
+  EXPECT_NE(refusal([&] { queue.restore(bad[2]); }).find("not the start of one of the 2 global "
+                                                         "batches"), std::string::npos);
 }
 
 }  // namespace

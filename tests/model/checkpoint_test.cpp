@@ -135,10 +135,10 @@ TEST(Checkpoint, AFailedSaveLeavesThePreviousCheckpointIntact) {
   const fs::path file = save_checkpoint(dir.path(), first);
   if (::geteuid() != 0) {  // root writes anywhere: only a missing folder fails for it
     fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::remove);
-    EXPECT_THROW(save_checkpoint(dir.path(), make_state(20)), UsageError);
+    EXPECT_THROW(save_checkpoint(dir.path(), make_state(20)), WriteError);
     fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::add);
   }
-  EXPECT_THROW(save_checkpoint(dir.path() / "missing", make_state(20)), UsageError);
+  EXPECT_THROW(save_checkpoint(dir.path() / "missing", make_state(20)), WriteError);
   EXPECT_EQ(latest_checkpoint(dir.path()), file);
   EXPECT_EQ(load_checkpoint(file).params, first.params);
 }
@@ -206,7 +206,7 @@ TEST(Checkpoint, AFailedRenameLeavesNoTemporaryFileAndSaysWhy) {
   try {
     save_checkpoint_file(target, make_state(2));
     ADD_FAILURE() << "saved onto a folder";
-  } catch (const UsageError& e) {
+  } catch (const WriteError& e) {
     EXPECT_NE(std::string(e.what()).find("renaming"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(target.string()), std::string::npos) << e.what();
   }

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+// Reliability (issue 25): the checks a reliability probe found missing, each tested the
+// way it failed — a floating-point flag given NaN, infinity or a link too slow to ever
+// finish a step is refused at parse time, before any work, saying the bounds and why; a
+// second run on a checkpoint folder in use is refused, naming the first; and chapters 4,
+// 6 and 7, killed with SIGKILL mid-run and resumed, end byte for byte where a run that
+// was never killed ends.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "../data/temp_dir.hpp"
+#include "cli/options.hpp"
+#include "exact_resume.hpp"
+#include "model/checkpoint.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+namespace fs = std::filesystem;
+using data::testing::TempDir;
+using testing::bytes_of;
+using testing::run;
+using testing::run_and_watch;
+using testing::tiny_set;
+
+// `program` and `args` (split at spaces) as an argv for run_and_watch.
+std::vector<std::string> argv_of(const std::string& program, const std::string& args) {
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) argv.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
+
+bool has(const testing::ProgramRun& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+// Parses `--x <text>` into a double checked by `check`; returns CLI11's message ("" if accepted).
+std::string parse_error(const CLI::Validator& check, const std::string& text) {
+  CLI::App app;
+  double value = 0;
+  app.add_option("--x", value)->check(check);
+  std::vector<std::string> args{text, "--x"};  // CLI11 reads a vector from the back
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FiniteNumber, RefusesNanAndInfinityWhichPassEveryRangeCheck) {
+  const CLI::Validator check = finite_number(0.1, 86400, " seconds");
+  for (const char* bad : {"nan", "NaN", "-nan", "inf", "-inf", "infinity"}) {
+    const std::string error = parse_error(check, bad);
+    EXPECT_NE(error.find("is not a finite number"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("[0.1, 86400] seconds"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_NE(parse_error(check, "abc").find("'abc' is not a number"), std::string::npos);
+  EXPECT_NE(parse_error(check, "1.5x").find("is not a number"), std::string::npos);
+  EXPECT_NE(parse_error(check, "").find("is not a number"), std::string::npos);
+  EXPECT_EQ(parse_error(check, "0.1"), "");
+  EXPECT_EQ(parse_error(check, "+30"), "");
+  EXPECT_EQ(parse_error(check, "86400"), "");
+  EXPECT_EQ(parse_error(check, "1e3"), "");
+}
+
+TEST(FiniteNumber, StatesItsBoundsReadably) {
+  const CLI::Validator check = finite_number(0, 1e6, " (why)");
+  for (const char* bad : {"-1", "1e7", "1e999", "-1e999"}) {
+    const std::string error = parse_error(check, bad);
+    EXPECT_NE(error.find(std::string(bad) + " is not in [0, 1e+06] (why)"), std::string::npos)
+        << bad << ": " << error;
+  }
+  // The widest range still prints short: no 309-digit bound.
+  const std::string wide = parse_error(finite_number(-1e308, 1e308), "nan");
+  EXPECT_NE(wide.find("[-1e+308, 1e+308]"), std::string::npos) << wide;
+}
+
+TEST(FiniteNumber, LinkBoundsSayWhyAndABenchListMayHoldZero) {
+  const std::string slow = parse_error(link_gbps(), "1e-9");
+  EXPECT_NE(slow.find("is not in [0.1, 100000]"), std::string::npos) << slow;
+  EXPECT_NE(slow.find("a step of many towers minutes"), std::string::npos) << slow;
+  EXPECT_NE(parse_error(link_gbps(), "0").find("is not in"), std::string::npos);
+  EXPECT_EQ(parse_error(link_gbps(), "0.25"), "");
+  EXPECT_EQ(parse_error(link_gbps(true), "0"), "");
+  EXPECT_EQ(parse_error(link_gbps(true), "0.25"), "");
+  EXPECT_NE(parse_error(link_gbps(true), "nan").find("not a finite number"), std::string::npos);
+  EXPECT_NE(parse_error(link_gbps(true), "0.01").find("0: unlimited"), std::string::npos);
+}
+
+// A bench's list (--links 0,1,nan): every entry is checked, not only the first.
+TEST(FiniteNumber, ChecksEveryEntryOfAList) {
+  CLI::App app;
+  std::vector<double> links;
+  app.add_option("--links", links)->delimiter(',')->check(link_gbps(true));
+  std::vector<std::string> good{"0,1,0.25", "--links"};
+  EXPECT_NO_THROW(app.parse(good));
+  EXPECT_EQ(links, (std::vector<double>{0, 1, 0.25}));
+  std::vector<std::string> bad{"0,1,nan", "--links"};
+  EXPECT_THROW(app.parse(bad), CLI::ValidationError);
+}
+
+// Every floating-point flag of the programs, given what the probe gave it: refused with
+// exit status 2 and the flag named, before the first step (no "step 0" line).
+TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
+  struct Case {
+    std::string program, args, message;
+  };
+  std::vector<Case> cases{
+      {"00_streams", "--kernel-ms nan", "not a finite number"},
+      {"00_streams", "--kernel-ms inf", "not a finite number"},
+      {"04_nccl_iterator", "--link-gbps nan", "not a finite number"},
+      {"04_nccl_iterator", "--link-gbps 1e-9", "is not in [0.1, 100000]"},
+      {"03_stream_towers", "--link-latency-us 1e12", "is not in [0, 100000]"},
+      {"03_stream_towers", "--link-latency-us nan", "not a finite number"},
+      {"06_overlap", "--bucket-mb nan", "not a finite number"},
+      {"06_overlap", "--bucket-mb 1e300", "is not in [0, 1024]"},
+  };
+#ifdef TOWERS_TEST_RANKS  // 05_ranks needs MPI; started alone it is a job of one rank
+  cases.push_back({"05_ranks", "--collective-timeout nan", "not a finite number"});
+  cases.push_back({"05_ranks", "--collective-timeout inf", "not a finite number"});
+#endif
+  for (const Case& c : cases) {
+    const std::string flag = c.args.substr(0, c.args.find(' '));
+    auto r = run(c.program, "--backend host --steps 1 " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, flag)) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << c.program << " " << c.args << "\n" << r.output;
+  }
+}
+
+#ifdef TOWERS_TEST_BENCH
+// bench_graph took its counts unchecked: --towers-per-device 0 died of SIGFPE (a division
+// by zero) and --towers 0 reported a false correctness failure. Now both are flag errors.
+TEST(BenchFlags, GraphBenchRefusesZeroTowersAndZeroTowersPerDevice) {
+  for (const char* args : {"--towers-per-device 0", "--towers 0", "--towers 1 0", "--steps 1"}) {
+    auto r = run("bench_graph", args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is not in [")) << args << "\n" << r.output;
+  }
+}
+
+// The benches pasted --bin-dir into a shell command: a folder with a space broke them and
+// one with a ';' ran what followed it. Now the chapters are started without a shell.
+TEST(BenchFlags, BinDirIsAPathNeverShellText) {
+  TempDir dir;
+  const fs::path bin = dir.path() / "has space;touch pwned;#";
+  fs::create_directories(bin);
+  for (const char* chapter : {"02_serial_towers", "03_stream_towers"}) {
+    fs::create_symlink(fs::path(TOWERS_BIN_DIR) / chapter, bin / chapter);
+  }
+  auto r = run("bench_towers",
+               "--backend host --devices 1 --batch-size 2 --steps 2 --repeats 1 --bin-dir '" +
+                   bin.string() + "'",
+               "cd '" + dir.path().string() + "' && ");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("same_loss"), "yes") << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
+}
+#endif
+
+// A full disk is a failure during the run, exit status 1 as docs/reliability.md promises,
+// not 2 ("a mistake in the command line"): chapter 0 wrote its trace outside the harness.
+TEST(ExitStatus, AFullDiskIsStatusOneNotAUsageError) {
+  auto r = run("00_streams", "--backend host --devices 2 --kernel-ms 1 --trace /dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(has(r, "No space left on device")) << r.output;
+}
+
+// --- The checkpoint folder's lock ------------------------------------------------------
+
+// Two runs given one --checkpoint-dir: the second refuses before its first step, naming
+// the first's PID and program; after the first is killed (no handler runs) the kernel has
+// dropped its lock and a run resumes from that folder.
+TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path ckpt = dir.path() / "ckpt";
+  testing::ProgramRun second;
+  auto first = run_and_watch(
+      argv_of("03_stream_towers", flags + "--steps 100000 --checkpoint-every 1 --checkpoint-dir " +
+                                      ckpt.string()),
+      "step 1,", [&](pid_t pid) {
+        second = run("03_stream_towers", flags + "--steps 1 --resume-if-present --checkpoint-dir " +
+                                             ckpt.string());
+        ::kill(pid, SIGKILL);
+        EXPECT_NE(second.output.find("is in use by another run (PID " + std::to_string(pid) +
+                                     ", 03_stream_towers)"),
+                  std::string::npos) << second.output;
+      });
+  EXPECT_EQ(first.exit_code, -1) << "the first run was to be killed:\n" << first.output;
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_EQ(second.output.find("step 0,"), std::string::npos) << second.output;
+  auto after = run("03_stream_towers", flags + "--steps 1 --resume --checkpoint-dir " + ckpt.string());
+  EXPECT_EQ(after.exit_code, 0) << after.output;
+  EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
+}
+
+// --- Kill -9 and resume, chapters 4, 6 and 7 -------------------------------------------
+
+// Runs `program` kSteps steps in one go, and again saving every step but SIGKILLed once it
+// has logged step 3 (its checkpoint of step 3 is then complete), then resumed to kSteps:
+// the final checkpoint and --save-params must be equal byte for byte. Bytes include the
+// parameters, the moving averages and the input's position. The tiny set's epoch is 3
+// steps, so the run crosses epochs and the kill lands mid-epoch.
+void expect_kill_and_exact_resume(const std::string& program, const std::string& extra = "") {
+  constexpr int kSteps = 10;
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path()) + extra + " ";
+  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
+  auto a = run(program, flags + "--steps " + std::to_string(kSteps) + " --checkpoint-dir " +
+                            straight.string() + " --save-params " + (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+
+  auto b1 = run_and_watch(argv_of(program, flags + "--steps " + std::to_string(kSteps) +
+                                               " --checkpoint-every 1 --checkpoint-dir " +
+                                               killed.string()),
+                          "step 3,", [](pid_t pid) { ::kill(pid, SIGKILL); });
+  ASSERT_EQ(b1.exit_code, -1) << "not killed:\n" << b1.output;
+  const auto latest = model::latest_checkpoint(killed);
+  ASSERT_TRUE(latest.has_value()) << b1.output;
+  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
+  ASSERT_GE(reached, 3) << b1.output;
+  ASSERT_LT(reached, kSteps) << b1.output;
+
+  auto b2 = run(program, flags + "--steps " + std::to_string(kSteps - reached) +
+                             " --resume --checkpoint-dir " + killed.string() + " --save-params " +
+                             (dir.path() / "b.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  const std::string name = model::checkpoint_name(kSteps);
+  const std::string expected = bytes_of(straight / name);
+  ASSERT_FALSE(expected.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(expected == bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
+  const std::string params = bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+}
+
+TEST(KillAndResume, Chapter4sIteratorsContinueByteForByte) {
+  expect_kill_and_exact_resume("04_nccl_iterator");
+}
+
+TEST(KillAndResume, Chapter4sQueueInputContinuesByteForByte) {
+  expect_kill_and_exact_resume("04_nccl_iterator", "--input queue");
+}
+
+TEST(KillAndResume, Chapter6ContinuesByteForByte) {
+  expect_kill_and_exact_resume("06_overlap", "--bucket-mb 1");
+}
+
+TEST(KillAndResume, Chapter7ContinuesByteForByte) { expect_kill_and_exact_resume("07_graph"); }
+
+// The iterators and the queue record the input's position in the same terms, so a
+// checkpoint of one resumes the other; one of another --seed is refused by flag.
+TEST(KillAndResume, AnIteratorCheckpointResumesWithTheQueueAndRefusesAnotherSeed) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path ckpt = dir.path() / "ckpt";
+  ASSERT_EQ(run("04_nccl_iterator", flags + "--steps 4 --checkpoint-dir " + ckpt.string()).exit_code, 0);
+  auto r = run("04_nccl_iterator", flags + "--input queue --steps 2 --resume --checkpoint-dir " +
+                                       ckpt.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("global_step"), "6") << r.output;
+  auto refused = run("04_nccl_iterator", flags + "--steps 1 --resume --seed 9 --checkpoint-dir " +
+                                             ckpt.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("Resume with the same --seed"), std::string::npos) << refused.output;
+}
+
+// --- Inputs and outputs are what they seem -----------------------------------------------
+
+// A named pipe in place of a data file blocked the read before the first step, forever.
+// Now it is refused by name (the run is killed after 60 s if it hangs, failing the test).
+TEST(DataFiles, ANamedPipeInPlaceOfADataFileIsRefusedNotWaitedOn) {
+  TempDir dir;
+  const std::string flags = tiny_set(dir.path());
+  const fs::path pipe = dir.path() / "data_batch_3.bin";
+  fs::remove(pipe);
+  ASSERT_EQ(::mkfifo(pipe.c_str(), 0600), 0);
+  auto r = run_and_watch(argv_of("03_stream_towers", flags + "--steps 1"), "step 0,",
+                         [](pid_t) {}, /*timeout_s=*/60);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(pipe.string() + " is not a regular file (a named pipe"),
+            std::string::npos) << r.output;
+}
+
+// --trace and --save-params wrote through a symbolic link onto its target, and a dangling
+// one passed the up-front check and lost the trace after training. Both are refused at
+// parse time now, and the link's target is left as it was.
+TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
+  TempDir dir;
+  const fs::path target = dir.path() / "precious.txt", link = dir.path() / "out.json",
+                 dangling = dir.path() / "gone.json";
+  { std::ofstream(target) << "keep me"; }
+  fs::create_symlink(target, link);
+  fs::create_symlink(dir.path() / "no-such-file", dangling);
+  for (const std::string& args : {"--trace " + link.string(), "--save-params " + link.string(),
+                                  "--trace-svg " + dangling.string()}) {
+    auto r = run("03_stream_towers", "--backend host --steps 1 " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is a symbolic link (to ")) << args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << args << "\n" << r.output;
+  }
+  EXPECT_TRUE(has(run("03_stream_towers", "--backend host --steps 1 --trace " + dangling.string()),
+                  "whose target does not exist"));
+  EXPECT_EQ(bytes_of(target), "keep me");
+}
+
+}  // namespace
+}  // namespace towers
