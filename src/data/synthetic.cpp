@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "data/synthetic.hpp"
 
+#include <signal.h>  // kill(pid, 0): is a temporary folder's process still running?
 #include <unistd.h>  // getpid: a per-process temporary folder name
+
+#include <cerrno>
 
 #include <cstdlib>
 #include <fstream>
@@ -64,6 +67,28 @@ void write_stamp(const fs::path& dir, uint64_t seed) {
   if (!out) cache_error(dir / kStampName, std::make_error_code(std::errc::io_error));
 }
 
+// Removes DIR.tmp-PID folders whose process is gone: builds interrupted (Ctrl-C, kill -9)
+// before their rename, which nothing else would ever delete (60 MB each). A folder of a
+// running process is its build in progress and stays; our own pid's can only be a pid
+// reused after a crash.
+void remove_abandoned_builds(const fs::path& dir) {
+  const std::string prefix = dir.filename().string() + ".tmp-";
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string digits = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const auto pid = static_cast<pid_t>(std::stol(digits));
+    if (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH)) {
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
 }  // namespace
 
 size_t split_size(Split split) { return split == Split::kTrain ? kTrainExamples : kTestExamples; }
@@ -106,6 +131,7 @@ fs::path synthetic_dir(uint64_t seed, const fs::path& cache_root) {
 
 fs::path ensure_synthetic_cifar10(uint64_t seed, const fs::path& cache_root) {
   const fs::path dir = synthetic_dir(seed, cache_root);
+  remove_abandoned_builds(dir);
   if (cache_is_complete(dir, seed)) return dir;
 
   // Write everything into a folder of our own, then rename it into place.

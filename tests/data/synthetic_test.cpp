@@ -4,6 +4,8 @@
 #include "data/synthetic.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -100,6 +102,26 @@ TEST(SyntheticCache, SecondCallReusesFilesAndStaleStampRegenerates) {
   EXPECT_EQ(ensure_synthetic_cifar10(5, tmp.path()), dir);
   EXPECT_GT(fs::last_write_time(file), old_time) << "a stale cache was reused";
   EXPECT_EQ(load_test(dir).size(), kTestExamples);
+}
+
+// A build interrupted before its rename left DIR.tmp-PID (60 MB) forever. The next start
+// removes those of processes that are gone, and keeps a running process's.
+TEST(SyntheticCache, AnInterruptedBuildsFolderIsRemovedAtTheNextStart) {
+  TempDir tmp;
+  const fs::path dir = synthetic_dir(5, tmp.path());
+  const pid_t gone = ::fork();  // a pid that is gone: a child that exited and was reaped
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  const fs::path abandoned = dir.string() + ".tmp-" + std::to_string(gone);
+  const fs::path running = dir.string() + ".tmp-1";  // pid 1 always runs
+  for (const fs::path& folder : {abandoned, running}) {
+    fs::create_directories(folder);
+    std::ofstream(folder / "data_batch_1.bin") << "half written";
+  }
+  ensure_synthetic_cifar10(5, tmp.path());
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(running)) << "a running build's folder was removed";
 }
 
 TEST(SyntheticCache, UnwritableRootIsAUsageErrorWithAHint) {
