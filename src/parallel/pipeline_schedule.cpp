@@ -55,6 +55,26 @@ std::string to_string(const StageOp& op, bool with_chunk) {
   return text;
 }
 
+std::optional<StageOp> parse_stage_op(std::string_view text) {
+  // "F" or "B", digits, ".", digits.
+  if (text.size() < 4 || (text[0] != 'F' && text[0] != 'B')) return std::nullopt;
+  const auto dot = text.find('.');
+  if (dot == std::string_view::npos || dot == 1 || dot + 1 == text.size()) return std::nullopt;
+  auto number = [](std::string_view digits) -> std::optional<int> {
+    if (digits.size() > 9) return std::nullopt;
+    int value = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      value = value * 10 + (c - '0');
+    }
+    return value;
+  };
+  const auto micro_batch = number(text.substr(1, dot - 1));
+  const auto chunk = number(text.substr(dot + 1));
+  if (!micro_batch || !chunk) return std::nullopt;
+  return StageOp{static_cast<Pass>(text[0]), *micro_batch, *chunk};
+}
+
 std::string to_string(const std::vector<StageOp>& ops, bool with_chunk) {
   std::string text;
   for (const auto& op : ops) text += (text.empty() ? "" : " ") + to_string(op, with_chunk);

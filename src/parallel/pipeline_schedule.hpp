@@ -69,6 +69,9 @@ struct PipelineOp {
 
 /// "F3" or "B0"; with several chunks "F3.1" (micro-batch 3, chunk 1).
 std::string to_string(const StageOp& op, bool with_chunk = false);
+/// The op named by `text` as to_string(op, true) writes it ("F3.1"); nothing otherwise.
+/// Chapter 9 names each stage op's span so, and reads the spans back with this.
+std::optional<StageOp> parse_stage_op(std::string_view text);
 /// The ops separated by spaces: "F0 F1 B0 F2 B1 B2".
 std::string to_string(const std::vector<StageOp>& ops, bool with_chunk = false);
 

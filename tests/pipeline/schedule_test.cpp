@@ -150,6 +150,12 @@ TEST(PipelineSchedule, ShapesThatCannotRunAreRefusedWithWhatToChange) {
   EXPECT_NE(pipeline_shape_problem(kInterleaved, {4, 6, 2}).find("try 8"), std::string::npos);
   EXPECT_TRUE(pipeline_shape_problem(kInterleaved, {4, 8, 2}).empty());
   EXPECT_THROW(stage_schedule(kInterleaved, {4, 6, 2}, 0), std::invalid_argument);
+  EXPECT_EQ(parse_stage_op("B12.3"), (StageOp{Pass::kBackward, 12, 3}));
+  EXPECT_EQ(parse_stage_op(to_string(StageOp{Pass::kForward, 0, 1}, true)),
+            (StageOp{Pass::kForward, 0, 1}));
+  for (const char* bad : {"F3", "busy", "F.1", "F1.", "X1.0", "F1.x", "F-1.0"}) {
+    EXPECT_FALSE(parse_stage_op(bad).has_value()) << bad;
+  }
   EXPECT_EQ(parse_pipeline_schedule("1f1b"), k1F1B);
   EXPECT_EQ(parse_pipeline_schedule("interleaved"), kInterleaved);
   EXPECT_FALSE(parse_pipeline_schedule("pipedream").has_value());
