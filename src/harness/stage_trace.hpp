@@ -20,8 +20,8 @@ namespace towers {
 
 /// The stream a stage ran on, as TraceEvent::device and TraceEvent::stream name it.
 struct StageStream {
-  int device = 0;
-  int stream = 0;
+  int device = 0;  ///< Device::index() of the stage's device
+  int stream = 0;  ///< Stream::index() of its stream on that device
 };
 
 /// What the trace of one pipeline flush shows.

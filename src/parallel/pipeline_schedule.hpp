@@ -54,16 +54,18 @@ enum class Pass : char { kForward = 'F', kBackward = 'B' };
 
 /// One op of a stage's schedule.
 struct StageOp {
-  Pass pass = Pass::kForward;
+  Pass pass = Pass::kForward;  ///< forward or backward
   int micro_batch = 0;  ///< 0..m-1
   int chunk = 0;        ///< 0..v-1: which of the stage's model chunks
+  /// Same pass, micro-batch and chunk.
   bool operator==(const StageOp&) const = default;
 };
 
 /// An op and the stage that runs it.
 struct PipelineOp {
-  int stage = 0;
-  StageOp op;
+  int stage = 0;  ///< 0..p-1
+  StageOp op;     ///< what it runs
+  /// Same stage and op.
   bool operator==(const PipelineOp&) const = default;
 };
 
@@ -101,9 +103,9 @@ double ideal_bubble_fraction(PipelineSchedule schedule, const PipelineShape& sha
 
 /// One op placed on the ideal timeline.
 struct TimedOp {
-  StageOp op;
-  double start = 0;
-  double end = 0;
+  StageOp op;        ///< what ran
+  double start = 0;  ///< when it started, in the forward and backward costs' unit
+  double end = 0;    ///< when it ended
 };
 
 /// Runs every stage's schedule on ideal devices: a forward of a chunk takes
