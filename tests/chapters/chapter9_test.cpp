@@ -34,8 +34,10 @@ struct BubbleCase {
 // (the share falls: one loaded run of interleaved p=4 m=8 read 0.141 for 0.158). The
 // flush hands off about 2(v*m + p - 1) times, each op 5-20 ms, so the jitter moves the
 // share by a few hundredths at most. Hence: measured within [formula - 0.02,
-// formula + 0.04]. The best of 3 runs must pass, so one run slowed by a neighbour does
-// not fail the test, while a wrong schedule still does: GPipe's or 1F1B's bubble passed
+// formula + 0.04]. One of up to 5 runs must pass (it stops at the first that does), so
+// runs slowed by neighbours do not fail the test: with 6 builds on 2 cores (load 11) about
+// one run in four of bench_pipeline fell outside, by as much as +0.14. A wrong schedule
+// still fails every run: GPipe's or 1F1B's bubble passed
 // off as interleaved is 0.2 or 0.27 where 0.11 or 0.16 is claimed.
 constexpr double kBelow = 0.02;
 constexpr double kAbove = 0.04;
@@ -57,7 +59,7 @@ TEST_P(Chapter9Bubble, MeasuredFromTheTraceMeetsTheClosedForm) {
       (c.stages - 1.0) / (c.chunks * c.micro_batches + c.stages - 1.0);
   std::string errors, outputs;
   bool met = false;
-  for (int attempt = 0; attempt < 3 && !met; ++attempt) {
+  for (int attempt = 0; attempt < 5 && !met; ++attempt) {
     const ProgramRun r = pipeline(args);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NEAR(r.number("bubble_formula"), formula, 0.0005) << r.output;
@@ -66,7 +68,7 @@ TEST_P(Chapter9Bubble, MeasuredFromTheTraceMeetsTheClosedForm) {
     errors += " " + std::to_string(error);
     outputs += r.output;
   }
-  EXPECT_TRUE(met) << "measured - formula in 3 runs:" << errors << " (allowed: -" << kBelow
+  EXPECT_TRUE(met) << "measured - formula in each run:" << errors << " (allowed: -" << kBelow
                    << " to +" << kAbove << ")\n" << outputs;
 }
 
