@@ -26,19 +26,17 @@ struct BubbleCase {
   int stages, micro_batches, chunks;
 };
 
-// Measured bubble against the closed form. The stages' "kernels" are sleeps and the
-// hand-offs cost microseconds, so on an idle machine the measurement lands within 0.005
-// of the formula. What moves it on a shared 2-core machine is per-op jitter: a sleep that
-// overshoots or a worker that wakes late, measured at 0.1-0.5 ms per op under load. On
+// Measured bubble against the closed form. The stages' "kernels" are sleeps, the
+// hand-offs cost microseconds and the stages start together once the whole flush is
+// enqueued (the start gate), so even on a loaded 2-core machine the fastest of three
+// flushes lands within 0.01 of the formula (bench/results/2026-12-03-host-2core-pipeline.md,
+// load 8 to 9.6). What moves a single run is per-op jitter: a sleep that overshoots or a
+// worker that wakes late, 0.1-0.5 ms or, when six builds share two cores, tens of ms. On
 // the critical path jitter adds idle time (the share rises); off it, it fills idle slots
-// (the share falls: one loaded run of interleaved p=4 m=8 read 0.141 for 0.158). The
-// flush hands off about 2(v*m + p - 1) times, each op 5-20 ms, so the jitter moves the
-// share by a few hundredths at most. Hence: measured within [formula - 0.02,
-// formula + 0.04]. One of up to 5 runs must pass (it stops at the first that does), so
-// runs slowed by neighbours do not fail the test: with 6 builds on 2 cores (load 11) about
-// one run in four of bench_pipeline fell outside, by as much as +0.14. A wrong schedule
-// still fails every run: GPipe's or 1F1B's bubble passed
-// off as interleaved is 0.2 or 0.27 where 0.11 or 0.16 is claimed.
+// (the share falls). Hence: measured within [formula - 0.02, formula + 0.04], and one of
+// up to 5 runs must pass (it stops at the first that does), so runs slowed by neighbours
+// do not fail the test. A wrong schedule still fails every run: GPipe's or 1F1B's bubble
+// passed off as interleaved is 0.2 or 0.27 where 0.11 or 0.16 is claimed.
 constexpr double kBelow = 0.02;
 constexpr double kAbove = 0.04;
 
