@@ -27,6 +27,7 @@
 #include "model/ops.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "runtime/busy.hpp"
+#include "runtime/rendezvous.hpp"
 #include "runtime/runtime.hpp"
 
 using namespace towers;
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   double kernel_ms = 10;
   double backward_ratio = 2;
   bool skip_waits = false;
+  bool probe = false;
   add_runtime_flags(app, runtime_options);
   add_trace_flags(app, trace_files);
   app.add_option("--schedule", schedule_name, "gpipe, 1f1b or interleaved")
@@ -121,6 +123,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
   app.add_option("--backward-ratio", backward_ratio, "a backward costs this many forwards")
       ->capture_default_str()->check(CLI::Range(0.1, 100.0));
+  app.add_flag("--probe", probe,
+               "prove with a rendezvous whether the stages ever all run at once: each stage "
+               "probes inside its forward of micro-batch min(p-s-1, m-1), the moment the "
+               "pipeline is full (rendezvous=met|timeout; the probes' waits count as busy)");
   app.add_flag("--skip-waits", skip_waits,
                "for tests: stages do not wait for each other's activations and gradients "
                "(the trace then shows ops out of order and the data check fails)");
@@ -186,6 +192,18 @@ int main(int argc, char** argv) {
     }
     for (auto& stream : streams) stream->synchronize();
 
+    // The rendezvous: every stage's probe waits (at most 500 ms) until all stages are
+    // inside theirs. Stage s probes in its forward of micro-batch min(p-s-1, m-1), after
+    // the wait for its input. With m >= p those forwards all run at the same moment, the
+    // pipeline full (ideally at (p-1) forwards' time). With m = 1 each stage's probe needs
+    // the stage before's forward, probe included, to be done: one probe at a time.
+    std::unique_ptr<Rendezvous> rendezvous;
+    if (probe) rendezvous = std::make_unique<Rendezvous>(*runtime, p, std::chrono::milliseconds(500));
+    auto probes_here = [&](int s, const StageOp& op) {
+      return rendezvous && op.pass == Pass::kForward && op.chunk == 0 &&
+             op.micro_batch == std::min(p - s - 1, shape.micro_batches - 1);
+    };
+
     runtime->trace().set_enabled(true);
     runtime->trace().set_step(0);
     // docs-begin: stage-op
@@ -199,6 +217,7 @@ int main(int argc, char** argv) {
       if (op.pass == Pass::kForward) {
         // Waits for the activations the stage before sent (event, not host).
         if (vs > 0 && !skip_waits) stream.wait(*slots[vs - 1][op.micro_batch].forward_done);
+        if (probes_here(s, op)) rendezvous->enqueue(stream);  // --probe: all stages at once?
         busy_kernel(stream, ms, to_string(op, true));  // this stage's layers
         stream.copy(slot.output.data(), slot.input.data(), bytes, "activations");
         ops::axpy(stream, kActivationFloats, 1.0f, ones[s].as<float>(), slot.output.as<float>());
@@ -319,6 +338,10 @@ int main(int argc, char** argv) {
                return end;
              }(), 1)
         .add("data_checked", wrong == 0 ? "yes" : "no")
+        .append(rendezvous ? Summary()
+                                 .add("rendezvous", rendezvous->all_met() ? "met" : "timeout")
+                                 .add("probe_concurrent_stages", rendezvous->max_present())
+                           : Summary())
         .print();
     if (wrong != 0) {
       std::fprintf(stderr, "error: %d gradient value(s) at stage 0 are wrong (%s): an op ran "

@@ -106,6 +106,29 @@ TEST(Chapter9, StagesTakeTurnsInDependencyOrder) {
   }
 }
 
+// Concurrency without timing: each stage probes inside its forward of micro-batch
+// min(p-s-1, m-1). With m >= p the pipeline fills and every stage is inside its probe at
+// once; with fewer micro-batches than stages at most m stages ever run together, and with
+// one micro-batch the stages take turns: each probe times out alone.
+TEST(Chapter9, TheRendezvousMeetsOnceThePipelineIsFull) {
+  for (const std::string schedule : {"gpipe", "1f1b", "interleaved --virtual 2"}) {
+    const auto r = pipeline("--kernel-ms 2 --stages 4 --micro-batches 8 --probe --schedule " +
+                            schedule);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.last("rendezvous"), "met") << schedule << "\n" << r.output;
+    EXPECT_EQ(r.last("probe_concurrent_stages"), "4") << schedule << "\n" << r.output;
+  }
+}
+
+TEST(Chapter9, WithFewerMicroBatchesThanStagesAtMostMStagesRunAtOnce) {
+  for (const int m : {1, 2}) {
+    const auto r = pipeline("--kernel-ms 2 --stages 4 --probe --micro-batches " + std::to_string(m));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.last("rendezvous"), "timeout") << "m=" << m << "\n" << r.output;
+    EXPECT_EQ(r.last("probe_concurrent_stages"), std::to_string(m)) << r.output;
+  }
+}
+
 TEST(Chapter9, WithoutTheWaitsTheTraceShowsOpsOutOfOrder) {
   // The same enqueue order with the event waits left out: the stages no longer take
   // turns, which the trace reading above must see, and the gradients come out wrong.
