@@ -47,20 +47,31 @@ struct Slot {
   std::unique_ptr<Event> backward_done;  // grad_out has reached the previous stage
 };
 
-// A first op on every stage's stream that holds it until open(). Destroyed before the
-// streams it holds (declare it after them), it opens itself, so an error while enqueueing
-// never leaves a stage's worker waiting forever. On GPUs the op is empty.
+// A first op on every stage's stream that holds it until open(). Declared after the
+// buffers the stages use, it is destroyed before them: if an error left it closed, it
+// opens and waits for the streams, so no queued op outlives the memory it touches and no
+// worker waits forever. On GPUs the op is empty.
 class StartGate {
  public:
   explicit StartGate(std::vector<std::unique_ptr<Stream>>& streams) {
     std::shared_future<void> opened = open_.get_future().share();
     for (auto& stream : streams) {
       stream->launch("gate", [opened] { opened.wait(); }, [](const CudaLaunchContext&) {});
+      streams_.push_back(stream.get());
     }
   }
   StartGate(const StartGate&) = delete;
   StartGate& operator=(const StartGate&) = delete;
-  ~StartGate() { open(); }
+  ~StartGate() {
+    if (opened_) return;
+    open();
+    for (Stream* stream : streams_) {
+      try {
+        stream->synchronize();
+      } catch (...) {  // the error that closed the gate is already on its way out
+      }
+    }
+  }
   void open() {
     if (!opened_) open_.set_value();
     opened_ = true;
@@ -69,6 +80,7 @@ class StartGate {
  private:
   std::promise<void> open_;
   bool opened_ = false;
+  std::vector<Stream*> streams_;
 };
 
 std::string joined(const std::vector<int>& values) {
