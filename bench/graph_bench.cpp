@@ -5,6 +5,10 @@
 //   build/bin/bench_graph                                # host: 1, 2, 4, 8 towers, batch 8
 //   build/bin/bench_graph --backend cuda --towers 1 2 4 8 --towers-per-device 8 --batch-size 4
 //
+// --towers-per-device is the most towers that share one device: a row with fewer towers
+// puts them all on one device (1 2 4 8 with 8 per device: every row on one GPU), a row with
+// more fills whole devices, and a count that would leave a device part-filled is refused
+// before anything runs.
 // For each tower count it builds chapter 3's step (tower_loss on each tower's stream,
 // the average on device 0 waiting for each tower's event, SGD, moving averages, the
 // broadcast) and runs it `steps` times enqueued op by op, then captures the same step once
@@ -20,9 +24,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "base/timing.hpp"
+#include "base/usage_error.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
@@ -49,15 +55,32 @@ struct BenchOptions {
   int steps = 5;
 };
 
+// The layout of one row: `towers` towers, at most --towers-per-device on each device.
+TowerLayout row_layout(const BenchOptions& options, int towers) {
+  if (towers < 1 || options.towers_per_device < 1) {
+    throw UsageError("--towers and --towers-per-device need counts of at least 1 (got " +
+                     std::to_string(towers) + " and " + std::to_string(options.towers_per_device) + ").");
+  }
+  const int per_device = std::min(towers, options.towers_per_device);
+  if (towers % per_device != 0) {
+    throw UsageError("--towers " + std::to_string(towers) + " does not fill devices of " +
+                     std::to_string(per_device) + " towers (--towers-per-device " +
+                     std::to_string(options.towers_per_device) +
+                     "): give tower counts that are multiples of it, or at most it.");
+  }
+  return TowerLayout{towers, per_device, options.batch_size};
+}
+
 // Chapter 3's step on `towers` towers, runnable eagerly or captured.
 class Step {
  public:
   Step(const BenchOptions& options, int towers) {
+    const TowerLayout layout = row_layout(options, towers);
     RuntimeOptions runtime_options;
     runtime_options.backend = parse_backend_choice(options.backend);
-    runtime_options.devices = std::max(1, towers / options.towers_per_device);
+    runtime_options.devices = towers / layout.towers_per_device;
     runtime_ = Runtime::create(runtime_options);
-    set_ = make_towers(*runtime_, TowerLayout{towers, options.towers_per_device, options.batch_size});
+    set_ = make_towers(*runtime_, layout);
     Device& root = *set_.replicas[0]->device;
     averager_ = std::make_unique<DeviceAverage>(root, set_.towers);
     scalars_ = std::make_unique<StepScalars>(root);
@@ -149,6 +172,7 @@ class Step {
 
 int run(const BenchOptions& options) {
   ops::set_host_op_threads(1);  // one core per simulated device, as the chapters
+  for (int towers : options.towers) (void)row_layout(options, towers);  // refused before any row runs
   std::printf("# bench_graph: host time per step, eager enqueue (chapter 3) vs graph launch "
               "(chapter 7), %s backend, batch %d per tower, %d steps (first not timed)\n",
               options.backend.c_str(), options.batch_size, options.steps);
@@ -214,7 +238,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Host time per step: eager enqueue (chapter 3) vs graph launch (chapter 7)"};
   app.add_option("--backend", options.backend, "host or cuda")->check(CLI::IsMember({"host", "cuda"}));
   app.add_option("--towers", options.towers, "tower counts, one row each");
-  app.add_option("--towers-per-device", options.towers_per_device, "towers sharing a device");
+  app.add_option("--towers-per-device", options.towers_per_device,
+                 "the most towers sharing one device (a row with fewer puts them all on one)");
   app.add_option("--batch-size", options.batch_size, "images per tower per step");
   app.add_option("--steps", options.steps, "steps per mode (the first is not timed)");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });

@@ -27,6 +27,11 @@ set(trace_args --trace ${json} --trace-svg ${svg})
 if(NO_TRACE)
   set(trace_args)
 endif()
+# How busy the machine was as the run started (1-minute load average, cores): timings
+# taken while other work ran say nothing about the lesson, and numbers_check.py says so.
+file(STRINGS /proc/loadavg loadavg LIMIT_COUNT 1)
+string(REGEX MATCH "^[0-9.]+" load_before "${loadavg}")
+cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
 execute_process(
   COMMAND ${launcher} ${PROGRAM} --backend host ${args} ${trace_args}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
@@ -89,4 +94,6 @@ txt_sha256=${txt_sha}
 ${trace_stamp}run_id=${run_id}
 commit=${commit}
 time=${now}
+load_before=${load_before}
+cores=${cores}
 ")

@@ -79,12 +79,17 @@ int main(int argc, char** argv) {
       overlap.collect(events);
     });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
-    // --probe with overlap on: a rendezvous of tower 0's compute stream, right after
-    // softmax_linear's gradients (the backward pass not yet done), and its communication
-    // stream at the start of the first bucket. It meets only if both run at once.
+    // --probe with overlap on: a rendezvous of tower 0's compute stream, right after the
+    // layer that completes the first bucket (the backward pass not yet done), and its
+    // communication stream at the start of that bucket. It meets only if both run at once.
+    // The compute side must not stop earlier: the bucket waits for its last layer, which a
+    // compute stream held in the probe never reaches (a 2 s timeout, every time, with a
+    // bucket of several layers). With one bucket nothing of the backward pass is left to
+    // overlap, so there is no probe.
     std::unique_ptr<Rendezvous> comm_probe;
     const int probe_step = flags.steps > 1 ? 1 : 0;
-    if (probe && overlap_flags.overlap) {
+    const int probe_layer = buckets.front().last_layer;
+    if (probe && overlap_flags.overlap && buckets.size() > 1) {
       comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
     }
 
@@ -99,7 +104,7 @@ int main(int argc, char** argv) {
         // docs-begin: layer-events
         tower_loss(tower, vars.params[i], batch, [&](int layer) {
           tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
-          if (comm_probe && i == 0 && layer == 0 && global_step == probe_step) {
+          if (comm_probe && i == 0 && layer == probe_layer && global_step == probe_step) {
             comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
           }
         });

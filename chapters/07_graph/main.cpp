@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     const auto capture_started = std::chrono::steady_clock::now();
     // docs-begin: capture-step
     auto train_op = capture_graph(training.runtime(), meet, [&] {
+      training.probe_round_in_capture(meet);  // --probe: each replay's towers must meet anew
       meet.record(*fork);            // the fork: each tower stream joins the capture here
       scalars.copy_to_device(meet);  // this step's learning rate and decay, read at replay
       for (auto& tower : towers) {   // runs once per program, not once per step

@@ -9,8 +9,7 @@ import json
 from html import escape
 
 CELL_W, CELL_H, GAP, LABEL_W = 44.0, 26.0, 30.0, 200.0
-TOWER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-                "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+from towers_timeline import TOWER_COLORS  # one palette for every figure
 
 
 def load_ring(text):

@@ -18,8 +18,7 @@ from html import escape
 
 import towers_timeline
 
-TOWER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-                "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+from towers_timeline import TOWER_COLORS  # one palette for every figure
 HOST = 1000     # the Chrome trace's process id of host spans (src/trace/export.cpp)
 RAN_TRACK = 100  # threads >= this hold the cuda kernels' stamped runs, not streams
 RECORD, WAIT = "event record", "event wait"  # src/trace/span_names.hpp

@@ -16,7 +16,7 @@ from sphinx.util.docutils import SphinxDirective
 import towers_diagrams
 import towers_events
 import towers_timeline
-from towers_generated import GeneratedDirective, read_stamp, svg_figure
+from towers_generated import GeneratedDirective, read_stamp, readable_svg, svg_figure
 
 
 class StepsDirective(GeneratedDirective):
@@ -133,7 +133,7 @@ class EventsDirective(GeneratedDirective):
         svg = svg.replace("<svg ", f'<svg data-traces="{stamp.get("json_sha256", "?")}" '
                                    f'data-run="{name}" ', 1)
         figure = nodes.figure(classes=["towers-figure"])
-        figure += nodes.raw("", svg, format="html")
+        figure += nodes.raw("", readable_svg(svg), format="html")
         caption = nodes.caption()
         if self.content:
             parsed, _ = self.state.inline_text(" ".join(self.content), self.lineno)

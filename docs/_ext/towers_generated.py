@@ -46,10 +46,33 @@ def read_stamp(path):
     return stamp
 
 
+# The smallest text a figure may show, in CSS px. A figure scales to its column; on a
+# phone's 412 px a 990-unit-wide timeline would print its 11-unit labels at 4.6 px. So a
+# figure is never narrower than the width at which its smallest text is this size: on a
+# narrow screen it scrolls sideways inside its own box (towers.css) instead of shrinking.
+MIN_TEXT_PX = 8.0
+
+
+def readable_svg(svg):
+    """The inline `svg` in a sideways-scrolling box, with a min-width that keeps its
+    smallest text at MIN_TEXT_PX or more (tests/docs/browser_test.py checks it)."""
+    head = re.search(r"<svg\b[^>]*>", svg)
+    if not head:
+        return svg
+    box = re.search(r'viewBox="[-0-9.]+ [-0-9.]+ ([0-9.]+) [0-9.]+"', head.group(0))
+    width = re.search(r'\bwidth="([0-9.]+)"', head.group(0))
+    native = float(box.group(1) if box else width.group(1) if width else 0)
+    sizes = [float(v) for v in re.findall(r'font-size="([0-9.]+)"', svg)]
+    if native > 0 and sizes:
+        min_width = native * MIN_TEXT_PX / min(sizes)
+        svg = svg.replace("<svg ", f'<svg style="min-width: {min_width:.0f}px" ', 1)
+    return f'<div class="towers-figure-scroll">{svg}</div>'
+
+
 def svg_figure(directive, svg):
     """A figure of the inline `svg`, captioned by the directive's content if it has any."""
     figure = nodes.figure(classes=["towers-figure"])
-    figure += nodes.raw("", svg, format="html")
+    figure += nodes.raw("", readable_svg(svg), format="html")
     if directive.content:
         caption = nodes.caption()
         parsed, _ = directive.state.inline_text(" ".join(directive.content), directive.lineno)

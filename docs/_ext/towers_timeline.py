@@ -12,8 +12,11 @@ import json
 from collections import Counter
 from html import escape
 
+# The palette of every figure, the programs' --trace-svg included (src/trace/export.cpp;
+# ctest docs.OneFigureStyle compares the two): a colour per tower, one for communication.
 TOWER_COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                 "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"]
+ALL_REDUCE_COLOR = "#222222"
 HOST = 1000  # the Chrome trace's process id of host spans (src/trace/export.cpp)
 LABEL_W, PLOT_W, ROW_H = 230.0, 760.0, 20.0
 
@@ -25,7 +28,7 @@ def load(path):
         if e.get("ph") != "X":
             continue
         ops.append({"device": e["pid"], "stream": e["tid"], "tower": e["args"]["tower"],
-                    "step": e["args"]["step"], "name": e["name"],
+                    "step": e["args"]["step"], "name": e["name"], "cat": e.get("cat", ""),
                     "start": e["ts"] / 1000.0, "end": (e["ts"] + e["dur"]) / 1000.0})
     return ops
 
@@ -35,7 +38,7 @@ def kind(op):
     name = op["name"]
     if op["device"] == HOST:
         return "host: enqueue" if name == "enqueue" else "host: " + name
-    if name.startswith(("ring", "device0 ")) or "allreduce" in name or "nccl" in name:
+    if op["cat"] == "all-reduce":  # the program decides (src/trace/export.cpp, category)
         return "all-reduce"
     if name == "copy input":
         return "input copy"
@@ -69,7 +72,7 @@ def color(op):
     k = kind(op)
     if k == "tower" or k == "input copy":
         return TOWER_COLORS[op["tower"] % len(TOWER_COLORS)]
-    return {"all-reduce": "#222222", "host: enqueue": "#c7c7c7", "rendezvous probe": "#c00060",
+    return {"all-reduce": ALL_REDUCE_COLOR, "host: enqueue": "#c7c7c7", "rendezvous probe": "#c00060",
             "no tower (average, update)": "#7f7f7f"}.get(k, "#9c755f")
 
 

@@ -3,6 +3,7 @@
 #include "kernels/cuda/check.hpp"
 
 #include <sstream>
+#include <string>
 #include <stdexcept>
 #include <string_view>
 
@@ -20,18 +21,42 @@ std::string_view relative_path(std::string_view file) {
   return file;
 }
 
-[[noreturn]] void fail(std::string_view library, const char* message, const char* expression,
-                       const char* file, int line) {
+std::string describe(std::string_view library, const char* message, const char* expression,
+                     const char* file, int line) {
   std::ostringstream text;
   text << "towers: " << library << " error at " << relative_path(file) << ":" << line << ": "
        << message << "\n  in " << expression;
-  throw std::runtime_error(text.str());
+  return text.str();
+}
+
+[[noreturn]] void fail(std::string_view library, const char* message, const char* expression,
+                       const char* file, int line) {
+  throw std::runtime_error(describe(library, message, expression, file, line));
 }
 
 }  // namespace
 
+bool is_stream_capture_error(cudaError_t status) {
+  switch (status) {
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureMerge:
+    case cudaErrorStreamCaptureUnmatched:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureIsolation:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorCapturedEvent:
+    case cudaErrorStreamCaptureWrongThread:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void check_cuda(cudaError_t status, const char* expression, const char* file, int line) {
-  if (status != cudaSuccess) fail("CUDA", cudaGetErrorString(status), expression, file, line);
+  if (status != cudaSuccess) {
+    throw CudaError(status, describe("CUDA", cudaGetErrorString(status), expression, file, line));
+  }
 }
 
 void check_cublas(cublasStatus_t status, const char* expression, const char* file, int line) {

@@ -18,9 +18,30 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <stdexcept>
+#include <string>
+
 namespace towers::cuda {
 
-/// Throws std::runtime_error describing `status` unless it is cudaSuccess.
+/// What CUDA_CHECK throws: a std::runtime_error that also keeps the CUDA error code, so
+/// that a caller can tell one kind of failure from another (a call refused while a stream
+/// is capturing a graph becomes a CaptureError in runtime/cuda/cuda_graph.cpp).
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(cudaError_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  /// The error the call returned.
+  cudaError_t code() const { return code_; }
+
+ private:
+  cudaError_t code_;
+};
+
+/// True for the errors CUDA returns when a call is not allowed, or breaks, a stream
+/// capture (cudaErrorStreamCapture*, cudaErrorCapturedEvent): a mistake in the captured
+/// code, not a failure of the device.
+bool is_stream_capture_error(cudaError_t status);
+
+/// Throws CudaError (a std::runtime_error) describing `status` unless it is cudaSuccess.
 void check_cuda(cudaError_t status, const char* expression, const char* file, int line);
 /// Throws std::runtime_error describing `status` unless it is CUBLAS_STATUS_SUCCESS.
 void check_cublas(cublasStatus_t status, const char* expression, const char* file, int line);

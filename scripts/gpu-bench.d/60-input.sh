@@ -2,9 +2,10 @@
 # Sourced by scripts/gpu-check: chapter 4's input pipeline on one GPU. One iterator and two
 # sharing a pool (4 threads), against what one tower's training step consumes; then the
 # step fed by an iterator against pre-made device batches (target: ratio <= 1.05).
-# Under 30 s on one H200 (the synthetic set is already cached by 10-chapters.sh); the host
-# side (distortion on 4 threads) is most of it.
-run_bench "Input pipeline vs training, one GPU, batch 128" 90 \
-  $bin/bench_input --backend cuda --devices 1 --towers 2 --batch-size 128 \
-  --warmup 5 --steps 50
-expect same_loss=yes bad=0
+# The host side (distortion on 4 threads) is most of it.
+step "input: the iterators against the training step" 20 && {
+  run_bench "Input pipeline vs training, one GPU, batch 128" 20 \
+    $bin/bench_input --backend cuda --devices 1 --towers 2 --batch-size 128 \
+    --warmup 5 --steps 30
+  expect same_loss=yes bad=0
+}

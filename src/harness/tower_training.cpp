@@ -136,7 +136,8 @@ void TowerTraining::probe(Tower& tower) {
   // cuBLAS routine runs for the first time and cuBLAS handles are made. A first launch may
   // need a device-wide synchronization (module loading, workspace allocation), which would
   // wait for tower 0's spinning probe while tower 1's probe is not yet enqueued: a false
-  // timeout. (The cuda backend also loads modules eagerly: runtime/cuda/cuda_backend.cpp.)
+  // timeout. (CUDA loads modules lazily; the probe kernels themselves are loaded when the
+  // devices are made: runtime/cuda_environment.hpp says why.)
   if (rendezvous_ && step_ == probe_step(flags_.steps)) {
     rendezvous_->enqueue(*tower.stream);
     probed_ = true;
@@ -148,6 +149,10 @@ void TowerTraining::probe_in_capture(Tower& tower) {
   probe_every_step_ = true;
   rendezvous_->enqueue(*tower.stream);
   probed_ = true;
+}
+
+void TowerTraining::probe_round_in_capture(Stream& origin) {
+  if (rendezvous_) rendezvous_->enqueue_reset(origin);
 }
 
 void TowerTraining::end_enqueue() { runtime_->trace().add_host_span(span::kEnqueue, enqueue_start_us_); }

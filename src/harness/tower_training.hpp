@@ -156,6 +156,11 @@ class TowerTraining {
   /// Instantiating the graph has loaded its kernels, so no first-launch synchronization
   /// can stall it.
   void probe_in_capture(Tower& tower);
+  /// With --probe, in a step being captured: enqueues on `origin`, before the fork, the
+  /// start of a new round of the rendezvous (Rendezvous::enqueue_reset), so that each
+  /// replay's probes must meet anew. Without it the first replay's flags stayed set and
+  /// every later replay "met" at once. Nothing without --probe.
+  void probe_round_in_capture(Stream& origin);
   /// Calls `watch` at each StepScope::end() with every span collected then, before they are
   /// forgotten: whatever step they are tagged with, so work of other threads (an
   /// iterator's copies) is seen too. Chapter 4 reads its all-reduce and input spans so.

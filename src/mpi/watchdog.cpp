@@ -2,11 +2,27 @@
 #include "mpi/watchdog.hpp"
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 namespace towers {
 
+namespace {
+// "rank 1 had not reached it", "ranks 1, 3 had not reached it", or, when every rank had
+// (the stall is inside the collective itself, a link or a daemon), the general cause.
+std::string blame(const std::vector<int>& behind) {
+  if (behind.empty()) return "every rank had reached it; a link or a rank stopped answering inside it";
+  std::string who = behind.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < behind.size(); ++i) {
+    who += (i == 0 ? "" : ", ") + std::to_string(behind[i]);
+  }
+  return who + " had not reached it (stalled or dead)";
+}
+}  // namespace
+
 Watchdog::Watchdog(const MpiJob& job, std::chrono::milliseconds limit)
-    : job_(job), limit_(limit), thread_([this] { watch(); }) {}
+    : job_(job), limit_(limit), board_(std::make_unique<ProgressBoard>(job)),
+      thread_([this] { watch(); }) {}
 
 Watchdog::~Watchdog() {
   {
@@ -18,6 +34,7 @@ Watchdog::~Watchdog() {
 }
 
 Watchdog::Scope::Scope(Watchdog& watchdog, std::string what, int step) : watchdog_(watchdog) {
+  watchdog_.board_->arrive();  // before waiting: the other ranks learn this rank got here
   {
     std::lock_guard lock(watchdog_.mutex_);
     watchdog_.open_ = true;
@@ -50,8 +67,8 @@ void Watchdog::watch() {
       char limit[32];
       std::snprintf(limit, sizeof limit, "%g", limit_seconds());
       job_.abort(what_ + " of step " + std::to_string(step_) + " did not finish within " + limit +
-                 " s: another rank has died or stopped answering (look above for its own "
-                 "message; raise the limit with --collective-timeout)");
+                 " s: " + blame(board_->behind()) +
+                 " (look above for its own message; raise the limit with --collective-timeout)");
     }
   }
 }

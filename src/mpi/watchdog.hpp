@@ -6,19 +6,24 @@
 // Watchdog::Scope; a thread of the watchdog's own checks the open scope, and when it has
 // been open longer than the limit it calls MpiJob::abort with what was waited for:
 //
-//   towers: rank 0 of 2: mpi allreduce of step 3 did not finish within 5 s: another rank
-//   has died or stopped answering (look above for its own message)
+//   towers: rank 0 of 2: mpi allreduce of step 3 did not finish within 5 s: rank 1 had
+//   not reached it (stalled or dead; look above for its own message)
+//
+// The rank to blame is named from the ProgressBoard, where every rank announces each
+// collective it enters.
 //
 // One scope is open at a time; scopes may be opened from any thread. Introduced in chapter 5.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "mpi/mpi_job.hpp"
+#include "mpi/progress_board.hpp"
 
 namespace towers {
 
@@ -26,6 +31,7 @@ namespace towers {
 class Watchdog {
  public:
   /// Watches collectives of `job` (which must outlive it) with the time limit `limit`.
+  /// Collective: every rank of `job` constructs its watchdog (it sets up the board).
   Watchdog(const MpiJob& job, std::chrono::milliseconds limit);
   /// Stops the watching thread.
   ~Watchdog();
@@ -54,6 +60,7 @@ class Watchdog {
 
   const MpiJob& job_;
   std::chrono::milliseconds limit_;
+  std::unique_ptr<ProgressBoard> board_;  // who has reached which collective
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;

@@ -29,8 +29,12 @@ void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms);
 Buffer allocate_cuda_shared_flags(int ints);
 
 /// Launches participant `slot` of a rendezvous of `participants` on ctx.stream.
-/// `flags` points to memory from allocate_cuda_shared_flags(2 * participants + 1).
+/// `flags` points to memory from allocate_cuda_shared_flags(2 * participants + 3).
 void launch_cuda_rendezvous(const CudaLaunchContext& ctx, int* flags, int participants, int slot,
                             std::chrono::milliseconds timeout);
+
+/// Launches, on ctx.stream, the start of a new round of that rendezvous: the round that
+/// ends is folded into the closed rounds' lowest, then present, seen and met are cleared.
+void launch_cuda_rendezvous_reset(const CudaLaunchContext& ctx, int* flags, int participants);
 
 }  // namespace towers

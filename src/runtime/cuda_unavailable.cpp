@@ -21,5 +21,6 @@ Buffer allocate_cuda_shared_flags(int) { no_cuda(); }
 void launch_cuda_rendezvous(const CudaLaunchContext&, int*, int, int, std::chrono::milliseconds) {
   no_cuda();
 }
+void launch_cuda_rendezvous_reset(const CudaLaunchContext&, int*, int) { no_cuda(); }
 
 }  // namespace towers

@@ -12,7 +12,10 @@
 // host can see, bounded by the GPU clock (%globaltimer).
 //
 // Use: construct, enqueue() on each stream, synchronize the streams, then read the result.
-// A Rendezvous is single-use.
+// To probe again (a graph replays its probes at every launch: chapter 7), start each round
+// with enqueue_reset() on a stream that runs after the previous round's probes and before
+// the next's: without it the flags of the first round stay set, and every later probe
+// "meets" at once. Rounds add up: all_met() holds only if every round met.
 #pragma once
 
 #include <chrono>
@@ -38,9 +41,17 @@ class Rendezvous {
   /// Throws std::logic_error when called more than `participants` times.
   void enqueue(Stream& stream);
 
-  /// After the streams are synchronized: did all participants run at the same time?
+  /// Starts a new round: enqueues on `stream` (as op "rendezvous reset") the clearing of
+  /// who is present and whether all met, and lets enqueue() be called `participants` times
+  /// again. `stream` must run it after every probe of the previous round and before any of
+  /// the next (in a graph: on the origin stream, before the fork).
+  void enqueue_reset(Stream& stream);
+
+  /// After the streams are synchronized: did all participants run at the same time, in
+  /// every round?
   bool all_met() const;
-  /// After the streams are synchronized: the most participants seen running at once.
+  /// After the streams are synchronized: the most participants seen running at once, in
+  /// the round where that number was lowest.
   int max_present() const;
 
  private:
@@ -50,7 +61,7 @@ class Rendezvous {
   int enqueued_ = 0;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<HostState> host_;  // host backend
-  Buffer cuda_flags_;                // cuda: [present per slot | most seen per slot | met]
+  Buffer cuda_flags_;  // cuda: [present per slot | most seen per slot | met | fewest | rounds]
 };
 
 }  // namespace towers

@@ -13,6 +13,7 @@
 
 #include "base/usage_error.hpp"
 #include "trace/analysis.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
@@ -51,6 +52,13 @@ constexpr int kRanTrack = 100;
 
 // Process id in the JSON: devices keep their index, host spans get a separate one.
 int pid_of(const TraceEvent& e) { return e.device < 0 ? 1000 : e.device; }
+
+// The Chrome trace's category of a span: Perfetto can filter by it, and the docs' figures
+// colour all-reduce ops by it (docs/_ext/towers_timeline.py), so what counts as
+// communication is decided here, once.
+const char* category(const TraceEvent& e) {
+  return e.device < 0 ? "host" : span::is_allreduce(e.name) ? "all-reduce" : "op";
+}
 
 }  // namespace
 
@@ -112,8 +120,8 @@ std::string chrome_trace_json(const std::vector<TraceEvent>& events,
       }
       continue;
     }
-    out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"name\":\"" << json_escaped(e.name)
-        << "\",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
+    out << (first ? "" : ",\n") << "{\"ph\":\"X\",\"cat\":\"" << category(e)
+        << "\",\"name\":\"" << json_escaped(e.name) << "\",\"pid\":" << pid_of(e) << ",\"tid\":" << std::max(e.stream, 0)
         << ",\"ts\":" << e.start_us << ",\"dur\":" << (e.end_us - e.start_us)
         << ",\"args\":{\"tower\":" << e.tower << ",\"step\":" << e.step << "}}";
     first = false;
@@ -135,8 +143,13 @@ std::string timeline_svg(const std::vector<TraceEvent>& all, const std::string& 
   for (const auto& e : all) {
     if (e.is_span()) events.push_back(e);
   }
+  // The palette of every figure on the pages (docs/_ext/towers_timeline.py draws with the
+  // same colours; ctest docs.OneFigureStyle compares them): a colour per tower, and one
+  // colour for communication, whichever tower it serves, so an all-reduce reads the same
+  // in every picture.
   static const char* kColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                   "#76b7b2", "#edc948", "#b07aa1", "#ff9da7"};
+  static const char* kAllReduceColor = "#222222";
   const double kLabel = 90, kWidth = 720, kRow = 22, kTop = 28;
   std::map<std::pair<int, int>, int> row_of;
   double t0 = 0, t1 = 1;
@@ -167,7 +180,10 @@ std::string timeline_svg(const std::vector<TraceEvent>& all, const std::string& 
   }
   for (const auto& e : events) {
     int row = row_of[{e.device < 0 ? 1 << 30 : e.device, e.stream}];
-    const char* color = e.device < 0 ? "#bbbbbb" : e.tower < 0 ? "#555555" : kColors[e.tower % 8];
+    const char* color = e.device < 0                 ? "#bbbbbb"
+                        : span::is_allreduce(e.name) ? kAllReduceColor
+                        : e.tower < 0                ? "#555555"
+                                                     : kColors[e.tower % 8];
     out << "<rect x=\"" << kLabel + (e.start_us - t0) * scale << "\" y=\"" << kTop + kRow * row + 2
         << "\" width=\"" << std::max(0.5, (e.end_us - e.start_us) * scale) << "\" height=\""
         << kRow - 4 << "\" fill=\"" << color << "\"><title>" << xml_escaped(e.name)

@@ -160,7 +160,8 @@ TEST(Ranks, AKilledRankEndsTheJobNamingIt) {
 }
 
 // A rank that stops answering but stays alive: mpiexec cannot tell. The other rank waits in
-// the all-reduce until the watchdog (3 s here) ends the job, naming what it waited for.
+// the all-reduce until the watchdog (3 s here) ends the job, naming what it waited for and
+// the rank that never reached it.
 TEST(Ranks, AStalledRankEndsTheJobWithinTheWatchdogsBound) {
   auto r = run_ranks(2, kSmall + "--steps 50 --fail-rank 1 --fail-at-step 2 --fail-how stall "
                                  "--collective-timeout 3");
@@ -169,6 +170,8 @@ TEST(Ranks, AStalledRankEndsTheJobWithinTheWatchdogsBound) {
   EXPECT_LT(r.seconds, 30.0) << "3 s of watchdog plus start-up\n" << r.output;
   EXPECT_NE(r.output.find("towers: rank 0 of 2: mpi allreduce of step 2 did not finish within 3 s"),
             std::string::npos) << r.output;
+  // ...and names the rank that never arrived, not only the one that waited.
+  EXPECT_NE(r.output.find("rank 1 had not reached it"), std::string::npos) << r.output;
 }
 
 TEST(Ranks, ARankThatThrowsEndsTheJobNamingItselfAndTheCause) {

@@ -91,6 +91,26 @@ TEST(Overlap, CommunicationStreamMeetsTheUnfinishedBackwardPass) {
   EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
 }
 
+// With buckets of several layers (--bucket-mb 1: softmax_linear+local4 first) the compute
+// side must stop after the bucket's last layer, not after softmax_linear: the bucket waits
+// for local4, which a compute stream held in the probe never reaches (it timed out, always).
+TEST(Overlap, CommunicationProbeMeetsWhenTheFirstBucketHoldsSeveralLayers) {
+  ASSERT_GT(make_buckets(1.0).size(), 1u);
+  ASSERT_GT(make_buckets(1.0).front().last_layer, 0) << "the first bucket must hold two layers";
+  auto r = run("06_overlap", kSmall + "--steps 2 --devices 2 --probe --bucket-mb 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("comm_rendezvous"), "met") << r.output;
+}
+
+// One bucket: the communication stream starts after the whole backward pass, so there is
+// nothing to prove and no probe (a probe there would meet and claim an overlap).
+TEST(Overlap, OneBucketHasNoCommunicationProbe) {
+  auto r = run("06_overlap", kSmall + "--steps 2 --devices 2 --probe --bucket-mb 1000");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("buckets"), "1") << r.output;
+  EXPECT_EQ(r.output.find("comm_rendezvous"), std::string::npos) << r.output;
+}
+
 TEST(Overlap, OffMeansChapter4sScheduleWithNothingBeside) {
   const auto trace = temp_file("off.json");
   auto r = run("06_overlap",

@@ -4,6 +4,8 @@
 // branches joining where the gradients are averaged; and the towers still overlap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -90,6 +92,29 @@ std::vector<Node> read_graph(const std::filesystem::path& file) {
     nodes.push_back(node);
   }
   return nodes;
+}
+
+// The probes are nodes of the graph, replayed at every launch: each launch must start a new
+// round (a "rendezvous reset" node before the fork that every tower's probe follows), or
+// after the first launch every probe "meets" at once on the flags the first one left set.
+TEST(StepGraph, EveryReplayStartsANewRoundOfTheProbe) {
+  auto file = temp_file("probe-graph.tsv");
+  auto r = run("07_graph", kSmall + "--steps 3 --devices 2 --probe --save-graph " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("rendezvous"), "met") << r.output;
+  const std::vector<Node> nodes = read_graph(file);
+  std::vector<int> resets, probes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].name == "rendezvous reset") resets.push_back(static_cast<int>(i));
+    if (nodes[i].name == "rendezvous") probes.push_back(static_cast<int>(i));
+  }
+  ASSERT_EQ(resets.size(), 1u) << "one reset per replay";
+  ASSERT_EQ(probes.size(), 2u) << "one probe per tower";
+  for (int probe : probes) {
+    const auto& deps = nodes[probe].dependencies;
+    EXPECT_NE(std::find(deps.begin(), deps.end(), resets[0]), deps.end())
+        << "tower " << nodes[probe].tower << "'s probe does not wait for the reset";
+  }
 }
 
 // Walks the graph the chapter captured: each tower is one branch that depends on nothing

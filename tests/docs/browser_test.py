@@ -11,6 +11,8 @@ driven by Selenium), at 1280 px and at a phone's 412 px, and fails when, on any 
   width the same, except that a summary table, one column per run, may scroll inside
   its own box);
 * an image, <object> or inline SVG did not load (no size, or a broken image);
+* a figure's smallest text renders under 7.5 px (a figure too wide for a phone scrolls
+  sideways inside its own box instead of shrinking: docs/_ext/towers_generated.py);
 * the browser console logged an error.
 
 Each page's screenshot at each width goes to SCREENSHOT_DIR/<width>/<page>.png, so a
@@ -79,7 +81,24 @@ for (const svg of column.querySelectorAll('svg')) {
   if (svg.closest('.headerlink, a, button')) continue;  // icons
   const box = svg.getBoundingClientRect();
   if (box.width < 1 || box.height < 1) problems.push('inline SVG has no size: ' + name(svg));
-  tooWide(svg, 'SVG');
+  // A figure too wide for a phone scrolls sideways in its own box (towers.css), which
+  // must itself stay in the column; its text must stay readable, not shrink to fit.
+  const scroller = svg.parentElement.classList.contains('towers-figure-scroll')
+      ? svg.parentElement : null;
+  if (scroller) {
+    if (scroller.getBoundingClientRect().right > columnRight + 1)
+      problems.push('figure box overflows its column: ' + name(svg));
+  } else {
+    tooWide(svg, 'SVG');
+  }
+  const view = svg.viewBox && svg.viewBox.baseVal;
+  const scale = view && view.width > 0 ? box.width / view.width : 1;
+  let smallest = Infinity;
+  for (const text of svg.querySelectorAll('text'))
+    smallest = Math.min(smallest, parseFloat(getComputedStyle(text).fontSize) * scale);
+  if (smallest < 7.5)
+    problems.push('figure text shrinks to ' + smallest.toFixed(1) + ' px (under 7.5): ' +
+                  name(svg));
 }
 return problems;
 """

@@ -43,5 +43,28 @@ TEST(CudaCheck, CublasAndNcclMessagesNameTheirLibrary) {
   EXPECT_THROW(NCCL_CHECK(ncclInvalidArgument), std::runtime_error);
 }
 
+// A failed CUDA call keeps its code, so that capture_graph() can tell a call refused while
+// capturing (turned into the documented CaptureError) from a failure of the device.
+TEST(CudaCheck, KeepsTheCodeAndKnowsTheCaptureErrors) {
+  try {
+    CUDA_CHECK(cudaErrorStreamCaptureUnsupported);
+    ADD_FAILURE() << "CUDA_CHECK did not throw";
+  } catch (const cuda::CudaError& e) {
+    EXPECT_EQ(e.code(), cudaErrorStreamCaptureUnsupported);
+    EXPECT_NE(std::string(e.what()).find("in cudaErrorStreamCaptureUnsupported"), std::string::npos);
+  }
+  for (cudaError_t capture : {cudaErrorStreamCaptureUnsupported, cudaErrorStreamCaptureInvalidated,
+                              cudaErrorStreamCaptureUnjoined, cudaErrorStreamCaptureIsolation,
+                              cudaErrorStreamCaptureImplicit, cudaErrorCapturedEvent,
+                              cudaErrorStreamCaptureWrongThread, cudaErrorStreamCaptureMerge,
+                              cudaErrorStreamCaptureUnmatched}) {
+    EXPECT_TRUE(cuda::is_stream_capture_error(capture)) << cudaGetErrorName(capture);
+  }
+  for (cudaError_t other : {cudaSuccess, cudaErrorInvalidValue, cudaErrorMemoryAllocation,
+                            cudaErrorLaunchFailure, cudaErrorNotReady}) {
+    EXPECT_FALSE(cuda::is_stream_capture_error(other)) << cudaGetErrorName(other);
+  }
+}
+
 }  // namespace
 }  // namespace towers

@@ -329,5 +329,58 @@ TEST_P(Graphs, ReplayOfCopiesMatchesTheEagerCopies) {
   EXPECT_FALSE(graph->nodes().empty());
 }
 
+// What a graph cannot hold is the documented CaptureError naming the op on both backends
+// (on cuda it was CUDA's runtime_error from inside the call), and the stream runs eagerly
+// again afterwards. The cuda instance runs on a GPU (scripts/gpu-check).
+TEST_P(Graphs, WhatAGraphCannotHoldIsACaptureErrorNamingTheOp) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  auto origin = rt->device(0).create_stream();
+  auto event = rt->device(0).create_event();
+  Buffer dev = rt->device(0).allocate(sizeof(int));
+  Buffer pinned = rt->device(0).allocate_pinned(sizeof(int));
+  prepare_for_capture(*origin);
+  for (const Forbidden& forbidden : forbidden_ops()) {
+    try {
+      capture_graph(*rt, *origin, [&] {
+        origin->fill_zero(dev.data(), sizeof(int));
+        forbidden.call(*rt, *origin, *event);
+      });
+      ADD_FAILURE() << forbidden.op << " was captured";
+    } catch (const CaptureError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot capture " + forbidden.op), std::string::npos)
+          << e.what();
+    }
+    *pinned.as<int>() = 3;
+    origin->copy(dev.data(), pinned.data(), sizeof(int));
+    origin->fill_zero(pinned.data(), sizeof(int));
+    origin->copy(pinned.data(), dev.data(), sizeof(int));
+    origin->synchronize();
+    EXPECT_EQ(*pinned.as<int>(), 3) << "the stream is not usable after refusing " << forbidden.op;
+  }
+}
+
+TEST_P(Graphs, AStreamLeftUnjoinedIsACaptureError) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  Device& d = rt->device(0);
+  auto origin = d.create_stream(), branch = d.create_stream();
+  auto fork = d.create_event();
+  Buffer dev = d.allocate(sizeof(int));
+  prepare_for_capture(*origin);
+  prepare_for_capture(*branch);
+  try {
+    capture_graph(*rt, *origin, [&] {
+      origin->record(*fork);
+      branch->wait(*fork);
+      branch->fill_zero(dev.data(), sizeof(int), "orphan");  // the origin never waits for it
+    });
+    FAIL() << "an unjoined branch was accepted";
+  } catch (const CaptureError& e) {
+    EXPECT_NE(std::string(e.what()).find("join"), std::string::npos) << e.what();
+  }
+  branch->fill_zero(dev.data(), sizeof(int));  // both streams run eagerly again
+  origin->fill_zero(dev.data(), sizeof(int));
+  rt->synchronize();
+}
+
 }  // namespace
 }  // namespace towers

@@ -62,6 +62,41 @@ TEST_P(RendezvousProbe, TimesOutWhenTheHostSerializesTheStreams) {
   EXPECT_LT(elapsed, 5s) << "a serialized rendezvous must time out, not hang";
 }
 
+// A graph replays its probes at every launch (chapter 7), so each round must start clean:
+// a round that met must not make the next one "meet" at once. Round 1 runs concurrently
+// and meets; round 2 puts both probes on one stream, which can never meet.
+TEST_P(RendezvousProbe, EachRoundAfterAResetMustMeetAnew) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  auto a = rt->device(0).create_stream(), b = rt->device(0).create_stream();
+  Rendezvous rendezvous(*rt, 2, 100ms);
+  rendezvous.enqueue(*a);
+  rendezvous.enqueue(*b);
+  rt->synchronize();
+  ASSERT_TRUE(rendezvous.all_met()) << "round 1: two streams at once";
+  rendezvous.enqueue_reset(*a);
+  rendezvous.enqueue(*a);
+  rendezvous.enqueue(*a);  // behind the first probe: it can only time out
+  rt->synchronize();
+  EXPECT_FALSE(rendezvous.all_met()) << "round 2 was serial, yet the rounds report met";
+  EXPECT_EQ(rendezvous.max_present(), 1);
+}
+
+// Rounds that all meet report met; a reset before any probe ran changes nothing.
+TEST_P(RendezvousProbe, RoundsThatAllMeetReportMet) {
+  TOWERS_RUNTIME_OR_SKIP(rt, 1);
+  auto a = rt->device(0).create_stream(), b = rt->device(0).create_stream();
+  Rendezvous rendezvous(*rt, 2, 5000ms);
+  for (int round = 0; round < 3; ++round) {
+    rendezvous.enqueue_reset(*a);
+    rt->synchronize();
+    rendezvous.enqueue(*a);
+    rendezvous.enqueue(*b);
+    rt->synchronize();
+  }
+  EXPECT_TRUE(rendezvous.all_met());
+  EXPECT_EQ(rendezvous.max_present(), 2);
+}
+
 TEST(Rendezvous, RefusesMoreParticipantsThanDeclared) {
   auto rt = Runtime::create({BackendChoice::kHost, 1});
   auto stream = rt->device(0).create_stream();

@@ -85,6 +85,20 @@ TEST(Svg, DrawsOneRectanglePerOp) {
   EXPECT_EQ(svg.rfind("</svg>"), svg.size() - 7);
 }
 
+// One figure style: an all-reduce op is drawn in the communication colour whichever tower
+// it serves, and the Chrome trace names its category, which the docs' figures colour by.
+TEST(Svg, AllReduceOpsShareTheCommunicationColourAndCategory) {
+  std::vector<TraceEvent> events = {span(0, 0, 0, 1), span(1, 1, 0, 2)};
+  events[1].name = "ring rs 1/2";
+  const std::string svg = timeline_svg(events, "t");
+  const std::string json = chrome_trace_json(events);
+  EXPECT_NE(svg.find("fill=\"#222222\"><title>ring rs 1/2"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("fill=\"#222222\"><title>op"), std::string::npos) << "compute is not comm";
+  EXPECT_NE(json.find("\"cat\":\"all-reduce\",\"name\":\"ring rs 1/2\""), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"cat\":\"op\",\"name\":\"op\""), std::string::npos) << json;
+}
+
 TEST(Summary, LineRoundTripsThroughTheParser) {
   std::string line = Summary().add("mode", "sync").add("max_concurrent_towers", 1)
                          .add("step_ms", 12.3456, 1).line();

@@ -12,6 +12,10 @@
 #           against the all-reduce's 2(N-1)/N x 4 x 1,068,298 each way, overhead 0-2 % (measured 0.17 %)
 #   kill    a rank on the second machine killed (SIGKILL) ends the job naming it and its node
 #   cut     the cable cut for good mid-run ends the job within 30 s naming the lost node
+#   outage  the cable cut for 2 s mid-run (shorter than the keepalive's ~5 s) and mended: the
+#           job survives, and its --save-params equal a run without the outage, byte for byte
+#   daemon  the second machine's Open MPI daemon killed mid-run ends the job within 30 s,
+#           naming the lost node (its rank is not killed by us: the daemon's loss is enough)
 set -uo pipefail
 root=${1:?usage: two_hosts_test.sh <source dir> <bin dir> <case>}
 bin=${2:?bin dir}
@@ -119,6 +123,56 @@ cut)
   echo "$out" | grep -q "on node $TWO_HOSTS_PREFIX-host1" || fail "the lost node not named: $out"
   echo "$out" | tail -n 12
   echo "cable cut for good: job ended $took s after the cut, exit $rc"
+  ;;
+outage)
+  command -v nft >/dev/null || skip "no nft (apt-get install nftables): scripts/two-hosts cut needs it"
+  bounded 30 "$script" up || fail "up: $out"
+  steps=30   # ~7 s: the outage after step 2 falls well inside the run
+  bounded 120 "$script" run -- "$bin/05_ranks" $small --steps $steps --save-params "$tmp/calm.ckpt"
+  [ "$rc" -eq 0 ] || fail "the run without an outage: exit $rc: $out"
+  log="$tmp/run.log"
+  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps $steps \
+    --save-params "$tmp/outage.ckpt" >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
+  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  "$script" cut || fail "cut failed"
+  sleep 2   # shorter than the keepalive's 2 s idle + 3 probes a second apart
+  "$script" mend || fail "mend failed"
+  kill -0 "$job" 2>/dev/null || fail "the job had ended before the cable was mended: nothing tested"
+  wait "$job"; rc=$?
+  out=$(cat "$log")
+  [ "$rc" -eq 0 ] || fail "a 2 s outage ended the job (exit $rc): $out"
+  grep -q "summary: .*steps=$steps" <<<"$out" || fail "no summary of $steps steps: $out"
+  cmp "$tmp/calm.ckpt" "$tmp/outage.ckpt" || fail "--save-params after the outage differ"
+  echo "a 2 s outage after step 2: the job went on, and its parameters equal the calm run's"
+  ;;
+daemon)
+  bounded 30 "$script" up || fail "up: $out"
+  log="$tmp/run.log"
+  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 60 \
+    >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
+  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  # The daemon Open MPI started on the second machine (prted in Open MPI 5, orted before):
+  # the process of that name whose network namespace is host1's.
+  daemon=""
+  for pid in $(ip netns pids "$TWO_HOSTS_PREFIX-host1"); do
+    name=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+    [[ $name == prted || $name == orted ]] && daemon=$pid && break
+  done
+  [ -n "$daemon" ] || { kill "$job"; fail "no orted/prted in $TWO_HOSTS_PREFIX-host1"; }
+  kill -9 "$daemon"
+  killed_at=$(date +%s.%N)
+  wait "$job"; rc=$?
+  took=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  out=$(cat "$log")
+  [ "$rc" -ne 0 ] || fail "exit 0 after the daemon was killed: $out"
+  awk -v t="$took" 'BEGIN { exit !(t <= 30) }' || fail "the job took $took s after the kill (bound 30 s)"
+  echo "$out" | grep -q "$TWO_HOSTS_PREFIX-host1" || fail "the lost node not named: $out"
+  echo "$out" | tail -n 12
+  echo "the second machine's daemon killed: job ended $took s later, exit $rc"
   ;;
 *) fail "unknown case '$case_name'" ;;
 esac

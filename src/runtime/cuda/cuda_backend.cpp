@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
+#include "runtime/cuda_environment.hpp"
 #include "runtime/peer_access.hpp"
 
 namespace towers {
@@ -18,13 +19,9 @@ namespace towers {
 bool cuda_compiled() { return true; }
 
 int probe_cuda_device_count() {
-  // The first CUDA call of a program, so the last moment to choose how CUDA loads
-  // kernels. Eager: every kernel of the program is loaded now, not at its first launch.
-  // With lazy loading (CUDA 12's default) a first launch can need a context-wide
-  // synchronization, which could stall behind the concurrency probe's spinning kernel and
-  // make the rendezvous time out for a reason that is not the schedule. A user's own
-  // setting wins (overwrite = 0).
-  setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
+  // The first CUDA call of a program, so the last moment to set what CUDA reads when it
+  // starts (runtime/cuda_environment.hpp: more hardware queues; module loading stays lazy).
+  apply_cuda_environment();
   int count = 0;
   // Without a GPU or driver this fails (cudaErrorInsufficientDriver, or NoDevice), and
   // the error is sticky: we ask once and never touch CUDA again. Not an error for us.
@@ -58,7 +55,12 @@ class CudaPeerLinks final : public PeerLinks {
 
 std::vector<std::unique_ptr<Device>> make_cuda_devices(int count, Trace& trace) {
   std::vector<std::unique_ptr<Device>> devices;
-  for (int i = 0; i < count; ++i) devices.push_back(std::make_unique<CudaDevice>(i, trace));
+  for (int i = 0; i < count; ++i) {
+    devices.push_back(std::make_unique<CudaDevice>(i, trace));
+    // Before any probe can spin: loading a kernel lazily at its first launch may need the
+    // context to synchronize, which would wait for a probe spinning on that very launch.
+    preload_cuda_probe_kernels(i);
+  }
   // Let every GPU read and write every other's memory directly where the hardware
   // allows it; elsewhere, and where enabling fails, peer copies are staged through the
   // host by the driver. A failure is reported once and is not an error.

@@ -3,8 +3,10 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/check.hpp"
+#include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/cuda/cuda_stream.hpp"
 
 namespace towers {
@@ -93,6 +95,7 @@ std::unique_ptr<Event> CudaDevice::create_wait_event() {
 }
 
 Buffer CudaDevice::allocate(std::size_t bytes) {
+  refuse_if_capturing_cuda("Device::allocate on " + name_);
   CUDA_CHECK(cudaSetDevice(ordinal_));
   void* data = nullptr;
   cudaError_t status = cudaMalloc(&data, bytes);
@@ -114,6 +117,7 @@ Buffer CudaDevice::allocate(std::size_t bytes) {
 }
 
 Buffer CudaDevice::allocate_pinned(std::size_t bytes) {
+  refuse_if_capturing_cuda("Device::allocate_pinned on " + name_);
   void* data = nullptr;
   // Portable: pinned for every GPU, so any device's stream can copy it asynchronously.
   CUDA_CHECK(cudaHostAlloc(&data, bytes, cudaHostAllocPortable));
@@ -121,6 +125,7 @@ Buffer CudaDevice::allocate_pinned(std::size_t bytes) {
 }
 
 void CudaDevice::synchronize() {
+  refuse_if_capturing_cuda("Device::synchronize on " + name_);
   CUDA_CHECK(cudaSetDevice(ordinal_));
   CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -135,13 +140,17 @@ CudaEvent::CudaEvent(int ordinal, bool timing) : ordinal_(ordinal), timing_(timi
 CudaEvent::~CudaEvent() { release(cudaEventDestroy(event_), "cudaEventDestroy"); }
 
 bool CudaEvent::query() {
+  refuse_if_capturing_cuda("Event::query");
   cudaError_t status = cudaEventQuery(event_);
   if (status == cudaErrorNotReady) return false;  // an answer, not an error
   CUDA_CHECK(status);
   return true;
 }
 
-void CudaEvent::synchronize() { CUDA_CHECK(cudaEventSynchronize(event_)); }
+void CudaEvent::synchronize() {
+  refuse_if_capturing_cuda("Event::synchronize");
+  CUDA_CHECK(cudaEventSynchronize(event_));
+}
 
 float CudaEvent::elapsed_ms_since(Event& start) {
   auto* cuda_start = dynamic_cast<CudaEvent*>(&start);

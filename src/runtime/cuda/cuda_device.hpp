@@ -68,6 +68,10 @@ class CudaDevice final : public Device {
 /// memory). Used to anchor a device's kernel stamps (probe_kernels.cu).
 void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out);
 
+/// Loads the probe kernels (busy, rendezvous, its reset, the clock read) into CUDA device
+/// `ordinal`'s context now, for lazy module loading (probe_kernels.cu).
+void preload_cuda_probe_kernels(int ordinal);
+
 /// A CUDA event, made on one device; record it on a stream of that device.
 class CudaEvent final : public Event {
  public:

@@ -2,20 +2,56 @@
 // CudaGraph: capture_graph() on real GPUs — stream capture, instantiate, launch.
 //
 // The origin stream is put into capture mode (cudaStreamCaptureModeThreadLocal: this
-// thread may not call cudaMalloc or synchronize meanwhile, so those fail with CUDA's own
-// "operation not permitted when stream is capturing", through CUDA_CHECK). Other streams
-// join by waiting on events recorded in the capture, exactly as the chapter's code does.
+// thread may not call cudaMalloc or synchronize meanwhile). Other streams join by waiting
+// on events recorded in the capture, exactly as the chapter's code does.
+//
+// What a graph cannot hold is a CaptureError, as on the host backend (runtime/graph.hpp):
+// the backend's synchronize, allocate and Event::query refuse it by name while this thread
+// captures (refuse_if_capturing_cuda), and any other call that CUDA refuses during the
+// capture (cudaErrorStreamCapture*: an unjoined stream, a wait on an event recorded
+// outside) is turned into a CaptureError that keeps CUDA's message.
 #include <cuda_runtime.h>
 
 #include <string>
 #include <unordered_map>
 
 #include "kernels/cuda/check.hpp"
+#include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/graph_backends.hpp"
 #include "trace/trace.hpp"
 
 namespace towers {
 namespace {
+
+thread_local bool t_capturing = false;  // this thread is inside capture_cuda_graph()
+
+// Marks this thread as capturing for the lifetime of the object.
+class CapturingHere {
+ public:
+  CapturingHere() {
+    if (t_capturing) throw CaptureError("cannot capture a graph inside another capture on the same thread");
+    t_capturing = true;
+  }
+  ~CapturingHere() { t_capturing = false; }
+  CapturingHere(const CapturingHere&) = delete;
+  CapturingHere& operator=(const CapturingHere&) = delete;
+};
+
+// Ends an abandoned capture so the stream is usable again, and clears the error it left,
+// so that the next kernel launch's cudaGetLastError() does not report it as its own.
+void abandon_capture(cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  (void)cudaStreamEndCapture(stream, &graph);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+}
+
+[[noreturn]] void throw_capture_error(const cuda::CudaError& error) {
+  throw CaptureError(std::string("cannot capture a call that CUDA refuses while capturing a "
+                                 "graph (a graph holds only work for the devices, and every "
+                                 "stream that joined must join back):\n") +
+                     error.what());
+}
 
 // The cudaStream_t behind `stream`: Stream::launch calls its cuda half at once on this
 // thread with the handles (and makes the stream's cuBLAS handle, if not yet made).
@@ -117,6 +153,14 @@ class CudaGraph final : public Graph {
 
 }  // namespace
 
+void refuse_if_capturing_cuda(std::string_view op) {
+  if (!t_capturing) return;
+  throw CaptureError("cannot capture " + std::string(op) +
+                     " while capturing a graph: a graph holds only work for the devices, "
+                     "never a host wait, an allocation or a host read. Do it before "
+                     "capture_graph() or after Graph::launch() (CUDA refuses it too)");
+}
+
 std::unique_ptr<Graph> capture_cuda_graph(Trace& trace, Stream& origin,
                                           const std::function<void()>& enqueue) {
   TracePaused paused(trace);
@@ -125,14 +169,29 @@ std::unique_ptr<Graph> capture_cuda_graph(Trace& trace, Stream& origin,
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   cudaGraph_t graph = nullptr;
   try {
+    CapturingHere capturing;
     enqueue();
-  } catch (...) {
+  } catch (const cuda::CudaError& error) {
     // Abandon the capture so the stream is usable again; the first error is the one to report.
-    (void)cudaStreamEndCapture(stream, &graph);
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    abandon_capture(stream);
+    if (cuda::is_stream_capture_error(error.code())) throw_capture_error(error);
+    throw;
+  } catch (...) {
+    abandon_capture(stream);
     throw;
   }
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (ended != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    try {
+      CUDA_CHECK(ended);
+    } catch (const cuda::CudaError& error) {
+      // cudaErrorStreamCaptureUnjoined: a stream that joined was not joined back.
+      if (cuda::is_stream_capture_error(error.code())) throw_capture_error(error);
+      throw;
+    }
+  }
   cudaGraphExec_t exec = nullptr;
   try {
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));

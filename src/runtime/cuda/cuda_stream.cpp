@@ -8,9 +8,21 @@
 #include <string>
 
 #include "kernels/cuda/check.hpp"
+#include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/span_resolver.hpp"
 
 namespace towers {
+namespace {
+
+// Each cuBLAS handle gets a workspace of its own, made with the handle, outside any
+// capture. cuBLAS picks its kernels by the workspace it may use; without a fixed one it
+// uses its own pool eagerly but none under graph capture (it cannot allocate there), so a
+// captured GEMM may run other kernels than the eager one, and "graph != eager" would prove
+// nothing. 32 MiB is what cuBLAS itself reserves on Hopper (sm_90); 4 MiB elsewhere.
+constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
+
+}  // namespace
+
 CudaStream::CudaStream(CudaDevice& device, int index, Trace& trace)
     : device_(device), index_(index), trace_(trace) {
   CUDA_CHECK(cudaSetDevice(device_.index()));
@@ -26,6 +38,7 @@ CudaStream::~CudaStream() {
                  device_.name().c_str(), index_, cudaGetErrorString(status));
   }
   if (blas_) (void)cublasDestroy(blas_);
+  if (blas_workspace_) (void)cudaFree(blas_workspace_);  // teardown: nothing to do on failure
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -62,9 +75,12 @@ void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda)
   trace_.count_host_enqueue();
   traced(name, /*stamped=*/true, [&](KernelStampSink* stamps) {
     if (blas_ == nullptr) {
-      // Made on first use: chapters that never call cuBLAS never pay for a handle.
+      // Made on first use: chapters that never call cuBLAS never pay for a handle. Before
+      // a capture, prepare_for_capture() makes it: the workspace allocation cannot be captured.
       CUBLAS_CHECK(cublasCreate(&blas_));
       CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+      CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+      CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
     }
     cuda(CudaLaunchContext{stream_, blas_, device_.index(), stamps});
   });
@@ -130,6 +146,9 @@ void CudaStream::trace_marker(TraceKind kind, int event_id, std::uint64_t record
       });
 }
 
-void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaStream::synchronize() {
+  refuse_if_capturing_cuda("Stream::synchronize on " + device_.name() + " stream " + std::to_string(index_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 }  // namespace towers

@@ -46,6 +46,7 @@ class CudaStream final : public Stream {
   Trace& trace_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  void* blas_workspace_ = nullptr;  // the handle's fixed workspace (cublasSetWorkspace)
 };
 
 }  // namespace towers

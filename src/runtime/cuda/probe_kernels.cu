@@ -27,8 +27,10 @@ __global__ void busy_kernel(KernelStamp stamp, unsigned long long duration_ns) {
 
 // flags (mapped pinned host memory, visible to every GPU):
 //   present[n]: 1 while participant i runs, 2 after it left;
-//   seen[n]:    most participants i saw running at once;
-//   met[1]:     set by whoever saw all n, so the others stop waiting.
+//   seen[n]:    most participants i saw running at once, this round;
+//   met[1]:     set by whoever saw all n, so the others stop waiting;
+//   fewest[1]:  the lowest "most seen" of the rounds closed by a reset;
+//   rounds[1]:  how many rounds were closed.
 __global__ void rendezvous_kernel(KernelStamp stamp, volatile int* flags, int n, int slot,
                                   unsigned long long timeout_ns) {
   stamp_begin(stamp);
@@ -52,6 +54,30 @@ __global__ void rendezvous_kernel(KernelStamp stamp, volatile int* flags, int n,
   stamp_end(stamp);
 }
 
+// A new round (one thread, run after every probe of the last round has left): folds the
+// round's result into fewest/rounds, then clears present, seen and met.
+__global__ void rendezvous_reset_kernel(KernelStamp stamp, volatile int* flags, int n) {
+  stamp_begin(stamp);
+  volatile int* present = flags;
+  volatile int* seen = flags + n;
+  volatile int* met = flags + 2 * n;
+  volatile int* fewest = flags + 2 * n + 1;
+  volatile int* rounds = flags + 2 * n + 2;
+  int most = 0;
+  for (int i = 0; i < n; ++i) most = seen[i] > most ? seen[i] : most;
+  if (most > 0) {  // the round that ends here ran
+    *fewest = (*rounds == 0 || most < *fewest) ? most : *fewest;
+    *rounds = *rounds + 1;
+  }
+  for (int i = 0; i < n; ++i) {
+    present[i] = 0;
+    seen[i] = 0;
+  }
+  *met = 0;
+  __threadfence_system();
+  stamp_end(stamp);
+}
+
 // One reading of the clock, for the anchor that maps a device's stamps onto the trace.
 __global__ void read_clock_kernel(unsigned long long* out) { *out = globaltimer_ns(); }
 
@@ -60,6 +86,17 @@ __global__ void read_clock_kernel(unsigned long long* out) { *out = globaltimer_
 void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out) {
   read_clock_kernel<<<1, 1, 0, stream>>>(out);
   CUDA_CHECK(cudaGetLastError());
+}
+
+void preload_cuda_probe_kernels(int ordinal) {
+  // cudaFuncGetAttributes loads a kernel's module into the current context (CUDA's advice
+  // for kernels that wait on each other under lazy loading).
+  CUDA_CHECK(cudaSetDevice(ordinal));
+  cudaFuncAttributes attributes{};
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, busy_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, rendezvous_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, rendezvous_reset_kernel));
+  CUDA_CHECK(cudaFuncGetAttributes(&attributes, read_clock_kernel));
 }
 
 void launch_cuda_busy_kernel(const CudaLaunchContext& ctx, double ms) {
@@ -73,6 +110,12 @@ void launch_cuda_rendezvous(const CudaLaunchContext& ctx, int* flags, int partic
   rendezvous_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(
       next_stamp(ctx), flags, participants, slot,
       static_cast<unsigned long long>(timeout.count()) * 1000000ull);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_cuda_rendezvous_reset(const CudaLaunchContext& ctx, int* flags, int participants) {
+  rendezvous_reset_kernel<<<1, 1, 0, static_cast<cudaStream_t>(ctx.stream)>>>(next_stamp(ctx), flags,
+                                                                               participants);
   CUDA_CHECK(cudaGetLastError());
 }
 
