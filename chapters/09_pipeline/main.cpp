@@ -315,8 +315,14 @@ int main(int argc, char** argv) {
     const auto ideal = simulate_pipeline(schedule, shape, kernel_ms, kernel_ms * backward_ratio);
     std::vector<int> expected_peaks;
     for (const auto& ops : schedules) expected_peaks.push_back(peak_stashed_activations(ops));
+    double ideal_ms = 0;
+    for (const auto& stage : ideal) ideal_ms = std::max(ideal_ms, stage.back().end);
+    // The formula's timeline and the measured one, on one time axis.
+    const double axis_ms = std::max(ideal_ms, analysis.window_ms);
+    std::printf("\nschedule %s on ideal devices (hand-offs free): the formula\n%s",
+                to_string(schedule).c_str(), render_stage_gantt(ideal, 64, axis_ms).c_str());
     std::printf("\nschedule %s, from the trace\n%s", to_string(schedule).c_str(),
-                render_stage_gantt(analysis.timeline, 64).c_str());
+                render_stage_gantt(analysis.timeline, 64, axis_ms).c_str());
     std::printf("bubble: measured %.3f (mean idle share per stage), formula (p-1)/(%sm+p-1) = %.3f\n",
                 analysis.bubble, shape.chunks > 1 ? "v*" : "",
                 ideal_bubble_fraction(schedule, shape));
@@ -344,11 +350,7 @@ int main(int argc, char** argv) {
         .add("order_violations", analysis.order_violations)
         .add("step_ms", step_ms, 1)
         .add("trace_ms", analysis.window_ms, 1)
-        .add("ideal_ms", [&] {
-               double end = 0;
-               for (const auto& stage : ideal) end = std::max(end, stage.back().end);
-               return end;
-             }(), 1)
+        .add("ideal_ms", ideal_ms, 1)
         .add("data_checked", wrong == 0 ? "yes" : "no")
         .append(rendezvous ? Summary()
                                  .add("rendezvous", rendezvous->all_met() ? "met" : "timeout")
