@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "harness/tower_variables.hpp"
 
+#include <utility>
+
 #include "model/parameters.hpp"
 
 namespace towers {
@@ -8,8 +10,11 @@ namespace towers {
 TowerVariables::TowerVariables(TowerTraining& training) {
   constexpr std::size_t bytes = model::kNumParameters * sizeof(float);
   for (auto& tower : training.towers()) {
-    for (std::vector<float*>* variable : {&params, &averages}) {
-      owned_.push_back(tower->device->allocate(bytes));
+    // The moving averages are the tutorial's only state kept for the update: the
+    // optimizer state of chapter 8's memory ledger.
+    for (auto [variable, category] : {std::pair{&params, MemoryCategory::kParameters},
+                                      std::pair{&averages, MemoryCategory::kOptimizerState}}) {
+      owned_.push_back(tower->device->allocate(bytes, category));
       tower->stream->copy(owned_.back().data(), training.initial_params(), bytes, "copy params");
       variable->push_back(owned_.back().as<float>());
     }

@@ -18,10 +18,12 @@
 namespace towers::model {
 namespace {
 
-// Device memory for `count` values of T.
+// Device memory for `count` values of T. Everything a Network holds is counted as
+// activations (with the im2col workspace and the loss scalars): memory that grows with
+// the batch, not with the parameters, and that sharding them does not shrink (chapter 8).
 template <typename T>
 Buffer allocate(Device& device, std::size_t count) {
-  return device.allocate(std::max<std::size_t>(count, 1) * sizeof(T));
+  return device.allocate(std::max<std::size_t>(count, 1) * sizeof(T), MemoryCategory::kActivations);
 }
 
 }  // namespace

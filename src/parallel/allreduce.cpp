@@ -11,6 +11,7 @@
 namespace towers {
 
 AllReduce::~AllReduce() = default;
+ShardedCollectives::~ShardedCollectives() = default;
 
 Chunk ring_chunk(std::size_t count, int towers, int index) {
   // The first `extra` chunks hold one element more, so sizes differ by at most one and

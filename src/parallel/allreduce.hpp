@@ -82,6 +82,52 @@ std::unique_ptr<AllReduce> make_device0_allreduce(Runtime& runtime,
                                                   std::span<const int> device_of_tower,
                                                   std::size_t max_count);
 
+/// An all-reduce's two halves, called apart (chapter 8): reduce_scatter() leaves each
+/// tower the mean of one shard of the buffer, all_gather() copies every tower's shard to
+/// all the others. ZeRO puts the optimizer's update between them, each tower updating
+/// only the shard it owns. Same contract as AllReduce::average (only enqueues; events and
+/// stream order are the only synchronization; one host thread at a time), per call:
+/// the two calls may take different buffers (gradients, then parameters).
+class ShardedCollectives {
+ public:
+  /// Frees what the implementation set up; only after its streams have finished.
+  virtual ~ShardedCollectives();
+
+  /// The range of a `count`-element buffer tower `tower` owns: where reduce_scatter()
+  /// leaves its mean and from where all_gather() sends it. The towers' shards tile
+  /// [0, count) and differ in size by at most one element (none when count < towers).
+  virtual Chunk shard(std::size_t count, int tower) const = 0;
+
+  /// Enqueues: buffers[i] in shard(count, i) becomes the element-wise mean of that range
+  /// over all towers. The rest of buffers[i] is left holding partial sums: scratch.
+  /// Throws std::invalid_argument as AllReduce::average.
+  virtual void reduce_scatter(std::span<float* const> buffers, std::size_t count,
+                              std::span<Stream* const> streams) = 0;
+
+  /// Enqueues: shard(count, j) of every buffers[j] is copied into the same range of every
+  /// other tower's buffer, so each ends holding all shards. Throws as reduce_scatter().
+  virtual void all_gather(std::span<float* const> buffers, std::size_t count,
+                          std::span<Stream* const> streams) = 0;
+
+  /// "ring" or "nccl".
+  virtual std::string_view name() const = 0;
+};
+
+/// The ring's two halves (the same steps as make_ring_allreduce, whose average() is
+/// reduce_scatter() followed by all_gather(), bit for bit). Tower r owns chunk r+1 (mod
+/// towers) of ring_chunk: the chunk its last reduce-scatter step completes. Allocates as
+/// make_ring_allreduce.
+std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
+                                                          std::span<const int> device_of_tower,
+                                                          std::size_t max_count);
+
+/// ncclReduceScatter (ncclAvg) and ncclAllGather in place, tower r owning chunk r of
+/// count / towers elements. Throws UsageError as make_nccl_allreduce, and, from the calls,
+/// std::invalid_argument when count is not a multiple of the towers (NCCL's chunks are
+/// equal: pad the buffer).
+std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime& runtime,
+                                                          std::span<const int> device_of_tower);
+
 /// NCCL's all-reduce with ncclAvg, one rank per tower, tower i on runtime device
 /// device_of_tower[i] (ncclCommInitAll over those GPUs). Throws UsageError, saying what to
 /// use instead, when the runtime is not the cuda backend, the build has no CUDA, or two

@@ -41,7 +41,7 @@ class DeviceZeroAllReduce final : public AllReduce {
     for (const int device : device_of_tower_) {
       ready_.push_back(runtime.device(device).create_wait_event());
       // Towers on the root device are added straight from their own buffer.
-      received_.push_back(device == root_.index() ? Buffer() : root_.allocate(bytes));
+      received_.push_back(device == root_.index() ? Buffer() : root_.allocate(bytes, MemoryCategory::kCommunication));
     }
   }
 

@@ -78,10 +78,93 @@ class NcclAllReduce final : public AllReduce {
   std::vector<ncclComm_t> comms_;  // rank i: tower i's GPU
 };
 
-}  // namespace
+// Chapter 8's two halves: ncclReduceScatter (ncclAvg) and ncclAllGather, both in place.
+// NCCL's chunks are equal, count / towers each, and rank r's is chunk r: in place means
+// the receive buffer of the reduce-scatter (the send buffer of the all-gather) is chunk r
+// of the full buffer.
+class NcclCollectives final : public ShardedCollectives {
+ public:
+  explicit NcclCollectives(std::span<const int> device_of_tower)
+      : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
+        comms_(device_of_tower.size()) {
+    NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()),
+                               device_of_tower_.data()));
+  }
+  ~NcclCollectives() override {
+    for (ncclComm_t comm : comms_) (void)ncclCommDestroy(comm);
+  }
 
-std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
-                                               std::span<const int> device_of_tower) {
+  Chunk shard(std::size_t count, int tower) const override {
+    const std::size_t size = count / comms_.size();
+    return Chunk{static_cast<std::size_t>(tower) * size, size};
+  }
+
+  void reduce_scatter(std::span<float* const> buffers, std::size_t count,
+                      std::span<Stream* const> streams) override {
+    check(buffers, count, streams);
+    if (count == 0) return;
+    std::vector<cudaStream_t> handles(streams.size());
+    enqueue_from(0, span::kNcclReduceScatter, streams, handles, [&](std::size_t r) {
+      const Chunk mine = shard(count, static_cast<int>(r));
+      NCCL_CHECK(ncclReduceScatter(buffers[r], buffers[r] + mine.offset, mine.size, ncclFloat,
+                                   ncclAvg, comms_[r], handles[r]));
+    });
+  }
+
+  void all_gather(std::span<float* const> buffers, std::size_t count,
+                  std::span<Stream* const> streams) override {
+    check(buffers, count, streams);
+    if (count == 0) return;
+    std::vector<cudaStream_t> handles(streams.size());
+    enqueue_from(0, span::kNcclAllGather, streams, handles, [&](std::size_t r) {
+      const Chunk mine = shard(count, static_cast<int>(r));
+      NCCL_CHECK(ncclAllGather(buffers[r] + mine.offset, buffers[r], mine.size, ncclFloat,
+                               comms_[r], handles[r]));
+    });
+  }
+
+  std::string_view name() const override { return "nccl"; }
+
+ private:
+  void check(std::span<float* const> buffers, std::size_t count, std::span<Stream* const> streams) {
+    detail::check_average_arguments("nccl", device_of_tower_, buffers, streams);
+    if (count % comms_.size() != 0) {
+      throw std::invalid_argument("nccl reduce-scatter/all-gather: count " + std::to_string(count) +
+                                  " is not a multiple of the " + std::to_string(comms_.size()) +
+                                  " towers; NCCL's chunks are equal, so pad the buffer");
+    }
+  }
+
+  // As NcclAllReduce::enqueue_from: each tower's launch encloses the next one's, the
+  // innermost runs the group, so every tower's span covers the real kernel.
+  template <typename Call>
+  void enqueue_from(std::size_t i, const char* name, std::span<Stream* const> streams,
+                    std::vector<cudaStream_t>& handles, const Call& call) {
+    if (i == streams.size()) {
+      NCCL_CHECK(ncclGroupStart());
+      try {
+        for (std::size_t r = 0; r < streams.size(); ++r) call(r);
+      } catch (...) {
+        (void)ncclGroupEnd();
+        throw;
+      }
+      NCCL_CHECK(ncclGroupEnd());
+      return;
+    }
+    streams[i]->launch(
+        name, [] { throw std::logic_error("an nccl collective ran on a host stream"); },
+        [&, i](const CudaLaunchContext& ctx) {
+          handles[i] = static_cast<cudaStream_t>(ctx.stream);
+          enqueue_from(i + 1, name, streams, handles, call);
+        });
+  }
+
+  std::vector<int> device_of_tower_;
+  std::vector<ncclComm_t> comms_;
+};
+
+// The checks both NCCL factories make before creating communicators.
+void check_nccl_towers(Runtime& runtime, std::span<const int> device_of_tower) {
   if (runtime.backend() != Backend::kCuda) {
     throw UsageError("the NCCL all-reduce needs the cuda backend (real GPUs); on the " +
                      std::string(to_string(runtime.backend())) +
@@ -99,7 +182,20 @@ std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
       }
     }
   }
+}
+
+}  // namespace
+
+std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
+                                               std::span<const int> device_of_tower) {
+  check_nccl_towers(runtime, device_of_tower);
   return std::make_unique<NcclAllReduce>(device_of_tower);
+}
+
+std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime& runtime,
+                                                          std::span<const int> device_of_tower) {
+  check_nccl_towers(runtime, device_of_tower);
+  return std::make_unique<NcclCollectives>(device_of_tower);
 }
 
 }  // namespace towers

@@ -10,4 +10,9 @@ std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime&, std::span<const int>) {
       "this build of towers has no CUDA, so no NCCL all-reduce; use the ring all-reduce.");
 }
 
+std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime&, std::span<const int>) {
+  throw UsageError(
+      "this build of towers has no CUDA, so no NCCL reduce-scatter or all-gather; use the ring.");
+}
+
 }  // namespace towers

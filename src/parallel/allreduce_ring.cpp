@@ -27,6 +27,14 @@
 //     end tower r-1 waits for done_[r][2(n-1)] before its stream runs anything else.
 // Scaling only the owned chunk, before the all-gather, also avoids a hazard: a full-buffer
 // scale at the end would write memory the right neighbour may still be copying.
+//
+// The two halves, called apart (chapter 8's ShardedCollectives): reduce_scatter() runs
+// steps 0..n-2 and all_gather() steps n-1..2n-3, each ending as average() ends, with every
+// tower waiting until its right neighbour has read its buffer for the last time. In
+// between, tower r owns chunk r+1 and may rewrite it (ZeRO's update). The all-gather's
+// first step needs no more: its start marker done_[r][n-1], recorded after that update,
+// is what tower r+1 waits for before copying chunk r+1 out of r's buffer, and each chunk
+// a tower forwards during the gather is written once, one step before it is read.
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -58,16 +66,17 @@ void scale(Stream& stream, int n, float alpha, float* x) {
       [=](const CudaLaunchContext& ctx) { cuda::scal(ctx, n, alpha, x); });
 }
 
-class RingAllReduce final : public AllReduce {
+class Ring final : public AllReduce, public ShardedCollectives {
  public:
-  RingAllReduce(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count)
+  Ring(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count)
       : device_of_tower_(device_of_tower.begin(), device_of_tower.end()), max_count_(max_count) {
     const int n = towers();
     const std::size_t chunk = ring_chunk(max_count, n, 0).size;  // the largest chunk
     for (int r = 0; r < n; ++r) {
       Device& device = runtime.device(device_of_tower_[r]);
       // At least one float: a zero-byte cudaMalloc may return no address at all.
-      receive_.push_back(device.allocate(std::max<std::size_t>(chunk, 1) * sizeof(float)));
+      receive_.push_back(device.allocate(std::max<std::size_t>(chunk, 1) * sizeof(float),
+                                         MemoryCategory::kCommunication));
       done_.emplace_back();
       for (int g = 0; g <= steps(); ++g) done_.back().push_back(device.create_wait_event());
     }
@@ -79,21 +88,64 @@ class RingAllReduce final : public AllReduce {
     }
   }
 
+  // The all-reduce: both halves back to back, with no wait between them (a tower starts
+  // gathering as soon as its left neighbour has finished its last reduce step).
   void average(std::span<float* const> buffers, std::size_t count,
                std::span<Stream* const> streams) override {
+    if (!start(buffers, count, streams, 0)) return;  // the mean of one buffer is itself
+    enqueue_steps(0, steps(), buffers, count, streams);
+    release_after(steps(), streams);
+  }
+
+  // The first half alone: steps 0..n-2.
+  void reduce_scatter(std::span<float* const> buffers, std::size_t count,
+                      std::span<Stream* const> streams) override {
+    if (!start(buffers, count, streams, 0)) return;
+    enqueue_steps(0, towers() - 1, buffers, count, streams);
+    release_after(towers() - 1, streams);
+  }
+
+  // The second half alone: steps n-1..2n-3, on buffers whose owned chunks the caller has
+  // just written (the update), which is what done_[r][n-1] now marks.
+  void all_gather(std::span<float* const> buffers, std::size_t count,
+                  std::span<Stream* const> streams) override {
+    if (!start(buffers, count, streams, towers() - 1)) return;
+    enqueue_steps(towers() - 1, steps(), buffers, count, streams);
+    release_after(steps(), streams);
+  }
+
+  Chunk shard(std::size_t count, int tower) const override {
+    return ring_chunk(count, towers(), wrap(tower + 1, towers()));
+  }
+
+  std::string_view name() const override { return "ring"; }
+
+ private:
+  int towers() const { return static_cast<int>(device_of_tower_.size()); }
+  int steps() const { return 2 * (towers() - 1); }
+
+  // Checks the call, then marks on every tower's stream that the work enqueued before it
+  // is done (done_[r][first_step]). False when there is nothing to move.
+  bool start(std::span<float* const> buffers, std::size_t count, std::span<Stream* const> streams,
+             int first_step) {
     detail::check_average_arguments("ring", device_of_tower_, buffers, streams);
     if (count > max_count_) {
       throw std::invalid_argument("ring all-reduce: count " + std::to_string(count) +
                                   " exceeds the max_count " + std::to_string(max_count_) +
                                   " it was set up for");
     }
-    const int n = towers();
-    if (n == 1 || count == 0) return;  // the mean of one buffer, or of nothing, is itself
+    if (towers() == 1 || count == 0) return false;
+    for (int r = 0; r < towers(); ++r) streams[r]->record(*done_[r][first_step]);
+    return true;
+  }
 
-    for (int r = 0; r < n; ++r) streams[r]->record(*done_[r][0]);
+  // Steps [first, end): reduce-scatter steps below n-1, all-gather steps from there.
+  void enqueue_steps(int first, int end, std::span<float* const> buffers, std::size_t count,
+                     std::span<Stream* const> streams) {
+    const int n = towers();
     // Step-major order: every record of step g is enqueued before any wait of step g+1,
     // so each wait refers to this call's record (waits take the latest one).
-    for (int g = 0; g < steps(); ++g) {
+    for (int g = first; g < end; ++g) {
       for (int r = 0; r < n; ++r) {
         const int left = wrap(r - 1, n);
         Stream& stream = *streams[r];
@@ -107,16 +159,13 @@ class RingAllReduce final : public AllReduce {
         stream.record(*done_[r][g + 1]);
       }
     }
-    // Tower r's right neighbour reads r's buffer until its own last step; later work on
-    // r's stream (the optimizer, the next backward pass) must not overwrite it before.
-    for (int r = 0; r < n; ++r) streams[r]->wait(*done_[wrap(r + 1, n)][steps()]);
   }
 
-  std::string_view name() const override { return "ring"; }
-
- private:
-  int towers() const { return static_cast<int>(device_of_tower_.size()); }
-  int steps() const { return 2 * (towers() - 1); }
+  // Tower r's right neighbour reads r's buffer until its own step `last`-1; later work on
+  // r's stream (the optimizer, the next backward pass) must not overwrite it before.
+  void release_after(int last, std::span<Stream* const> streams) {
+    for (int r = 0; r < towers(); ++r) streams[r]->wait(*done_[wrap(r + 1, towers())][last]);
+  }
 
   // Reduce-scatter step s on tower r: receive chunk (r-1-s) from the left, add it in.
   // An empty chunk (count < n) still enqueues its empty copy, so every step is traced.
@@ -159,7 +208,14 @@ std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
                                                std::size_t max_count) {
   detail::check_towers("ring", runtime, device_of_tower);
-  return std::make_unique<RingAllReduce>(runtime, device_of_tower, max_count);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count);
+}
+
+std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
+                                                          std::span<const int> device_of_tower,
+                                                          std::size_t max_count) {
+  detail::check_towers("ring", runtime, device_of_tower);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count);
 }
 
 }  // namespace towers

@@ -27,7 +27,8 @@ DeviceAverage::DeviceAverage(Device& root, const std::vector<std::unique_ptr<Tow
   for (const auto& tower : towers) {
     received_.push_back(tower->device == &root_
                             ? Buffer()
-                            : root_.allocate(model::kNumParameters * sizeof(float)));
+                            : root_.allocate(model::kNumParameters * sizeof(float),
+                                             MemoryCategory::kCommunication));
   }
 }
 

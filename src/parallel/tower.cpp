@@ -39,7 +39,7 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
     for (int d = 0; d < used_devices; ++d) {
       auto replica = std::make_unique<Replica>();
       replica->device = &runtime.device((layout.first_device + d) % devices);
-      replica->params = replica->device->allocate(param_bytes);
+      replica->params = replica->device->allocate(param_bytes, MemoryCategory::kParameters);
       set.replicas.push_back(std::move(replica));
     }
     for (int i = 0; i < count; ++i) {
@@ -50,9 +50,12 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
       tower->stream = tower->device->create_stream();
       tower->stream->set_tower(tower->index);
       tower->network = std::make_unique<model::Network>(*tower->device, layout.batch_size);
-      tower->images = tower->device->allocate(sizeof(float) * layout.batch_size * data::kCropValues);
-      tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size);
-      tower->grads = tower->device->allocate(param_bytes);
+      // The batch is the forward pass's first input: counted with the activations.
+      tower->images = tower->device->allocate(sizeof(float) * layout.batch_size * data::kCropValues,
+                                              MemoryCategory::kActivations);
+      tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size,
+                                              MemoryCategory::kActivations);
+      tower->grads = tower->device->allocate(param_bytes, MemoryCategory::kGradients);
       tower->losses = tower->device->allocate_pinned(sizeof(float) * model::kLossCount);
       tower->done = tower->device->create_wait_event();
       set.towers.push_back(std::move(tower));

@@ -13,6 +13,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/event.hpp"
 #include "runtime/memory.hpp"
+#include "runtime/memory_ledger.hpp"
 #include "runtime/stream.hpp"
 
 namespace towers {
@@ -38,9 +39,19 @@ class Device {
   /// it (cudaEventDisableTiming, which makes record and wait cheaper on a GPU).
   virtual std::unique_ptr<Event> create_wait_event() { return create_event(); }
 
-  /// `bytes` of device memory (cudaMalloc). Throws std::bad_alloc-like
-  /// towers::OutOfMemory when the device is full.
-  virtual Buffer allocate(std::size_t bytes) = 0;
+  /// `bytes` of device memory (cudaMalloc), counted in this device's memory ledger under
+  /// `category` until the Buffer is freed. Throws std::bad_alloc-like towers::OutOfMemory
+  /// when the device is full. Not virtual: every backend's memory is counted the same way.
+  Buffer allocate(std::size_t bytes, MemoryCategory category = MemoryCategory::kOther) {
+    Buffer memory = allocate_memory(bytes);
+    memory_.add(category, bytes);
+    return std::move(memory).then_on_free([this, category, bytes] { memory_.remove(category, bytes); });
+  }
+  /// Current and peak bytes of this device per category (chapter 8). Pinned host memory
+  /// is not device memory and is not counted.
+  const MemoryLedger& memory() const { return memory_; }
+  /// The same, to reset its peaks.
+  MemoryLedger& memory() { return memory_; }
   /// `bytes` of pinned host memory that this device copies to and from asynchronously
   /// (cudaMallocHost). Readable and writable by the host.
   virtual Buffer allocate_pinned(std::size_t bytes) = 0;
@@ -48,6 +59,14 @@ class Device {
   /// Blocks until all work on all of this device's streams has finished
   /// (cudaDeviceSynchronize). Rethrows the first error of any of them.
   virtual void synchronize() = 0;
+
+ protected:
+  /// The backend's allocation (cudaMalloc, or the host backend's counted malloc), freed
+  /// by the returned Buffer; allocate() adds the ledger around it.
+  virtual Buffer allocate_memory(std::size_t bytes) = 0;
+
+ private:
+  MemoryLedger memory_;
 };
 
 /// Thrown when a device has no room for an allocation; the message names the device,

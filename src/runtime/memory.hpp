@@ -49,6 +49,17 @@ class Buffer {
   /// True when the buffer owns no memory.
   bool empty() const { return data_ == nullptr; }
 
+  /// This buffer, with `after_free` run right after its memory is freed: how a device's
+  /// memory ledger learns that an allocation is gone (Device::allocate). Must not throw.
+  Buffer then_on_free(std::function<void()> after_free) && {
+    Deleter free_memory = std::move(deleter_);
+    deleter_ = [free_memory = std::move(free_memory), after_free = std::move(after_free)](void* p) {
+      if (free_memory) free_memory(p);
+      after_free();
+    };
+    return std::move(*this);
+  }
+
  private:
   void swap(Buffer& other) noexcept {
     std::swap(data_, other.data_);

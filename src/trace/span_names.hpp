@@ -20,6 +20,9 @@ inline constexpr char kEnqueue[] = "enqueue";
 inline constexpr char kCopyInput[] = "copy input";
 /// All-reduce op: NCCL's, within one process or across ranks.
 inline constexpr char kNcclAllReduce[] = "nccl allreduce";
+/// Chapter 8's halves of NCCL's all-reduce, called apart.
+inline constexpr char kNcclReduceScatter[] = "nccl reducescatter";
+inline constexpr char kNcclAllGather[] = "nccl allgather";
 /// All-reduce op: chapter 5's MPI_Allreduce.
 inline constexpr char kMpiAllReduce[] = "mpi allreduce";
 /// Every op of the ring all-reduce starts with this.
@@ -42,10 +45,12 @@ inline std::string ring_reduce_scatter_add(const std::string& of) { return "ring
 /// Ring op: all-gather step `of`.
 inline std::string ring_all_gather(const std::string& of) { return "ring ag " + of; }
 
-/// Whether `name` is an all-reduce op: any ring or device0 op, NCCL's or MPI's.
+/// Whether `name` is an all-reduce op: any ring or device0 op, NCCL's or MPI's (with
+/// chapter 8's reduce-scatter and all-gather, the all-reduce's two halves).
 inline bool is_allreduce(std::string_view name) {
   return name.starts_with(kRingPrefix) || name.starts_with(kDevice0Prefix) ||
-         name == kNcclAllReduce || name == kMpiAllReduce;
+         name == kNcclAllReduce || name == kMpiAllReduce || name == kNcclReduceScatter ||
+         name == kNcclAllGather;
 }
 
 }  // namespace towers::span

@@ -94,7 +94,7 @@ std::unique_ptr<Event> CudaDevice::create_wait_event() {
   return std::make_unique<CudaEvent>(ordinal_, /*timing=*/false);
 }
 
-Buffer CudaDevice::allocate(std::size_t bytes) {
+Buffer CudaDevice::allocate_memory(std::size_t bytes) {
   refuse_if_capturing_cuda("Device::allocate on " + name_);
   CUDA_CHECK(cudaSetDevice(ordinal_));
   void* data = nullptr;

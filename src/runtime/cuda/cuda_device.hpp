@@ -33,7 +33,6 @@ class CudaDevice final : public Device {
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
   std::unique_ptr<Event> create_wait_event() override;
-  Buffer allocate(std::size_t bytes) override;
   Buffer allocate_pinned(std::size_t bytes) override;
   void synchronize() override;
 
@@ -50,6 +49,9 @@ class CudaDevice final : public Device {
   const StampClock& stamp_clock() const { return stamp_clock_; }
   /// Records in the ring: far more kernels than a step of any chapter launches.
   static constexpr std::size_t kKernelStampRecords = 1 << 15;
+
+ protected:
+  Buffer allocate_memory(std::size_t bytes) override;
 
  private:
   void make_kernel_stamps();

@@ -41,7 +41,7 @@ std::unique_ptr<Stream> HostDevice::create_stream() {
 
 std::unique_ptr<Event> HostDevice::create_event() { return std::make_unique<HostEvent>(); }
 
-Buffer HostDevice::allocate(std::size_t bytes) {
+Buffer HostDevice::allocate_memory(std::size_t bytes) {
   refuse_if_capturing("Device::allocate on " + name());
   if (used_.fetch_add(bytes) + bytes > capacity_) {
     used_.fetch_sub(bytes);

@@ -37,7 +37,6 @@ class HostDevice final : public Device {
   std::string name() const override;
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
-  Buffer allocate(std::size_t bytes) override;
   Buffer allocate_pinned(std::size_t bytes) override;
   void synchronize() override;
 
@@ -51,6 +50,9 @@ class HostDevice final : public Device {
   void register_stream(HostStream* stream);
   /// Called by HostStream's destructor.
   void unregister_stream(HostStream* stream);
+
+ protected:
+  Buffer allocate_memory(std::size_t bytes) override;
 
  private:
   const int index_;

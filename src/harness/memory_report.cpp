@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#include "harness/memory_report.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace towers {
+namespace {
+
+constexpr std::array<MemoryCategory, kMemoryCategoryCount> kCategories = {
+    MemoryCategory::kParameters,    MemoryCategory::kGradients,
+    MemoryCategory::kOptimizerState, MemoryCategory::kActivations,
+    MemoryCategory::kCommunication, MemoryCategory::kOther};
+
+}  // namespace
+
+std::string paper_example_line() {
+  const ZeroSizes paper{7.5e9, 64, 2, 2, 12};
+  std::string line;
+  for (int stage = 0; stage <= kMaxZeroStage; ++stage) {
+    char gb[32];
+    std::snprintf(gb, sizeof gb, "%.1f", zero_bytes_per_device(stage, paper).total() / 1e9);
+    line += (stage == 0 ? "" : " / ") + std::string(gb);
+  }
+  return line;
+}
+
+Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int stage,
+                      const ZeroSizes& sizes) {
+  std::array<std::size_t, kMemoryCategoryCount> largest{};
+  std::size_t largest_total = 0;
+  std::printf("\nmemory per device, peak bytes (ZeRO-%d, %d tower(s) on %d device(s), %.0f "
+              "parameters):\n",
+              stage, sizes.devices, devices, sizes.parameters);
+  std::printf("  %-8s", "");
+  for (MemoryCategory c : kCategories) std::printf(" %15s", std::string(category_name(c)).c_str());
+  std::printf(" %15s\n", "total");
+  for (int d = 0; d < devices; ++d) {
+    const MemoryLedger& ledger = runtime.device(d).memory();
+    std::printf("  dev%-5d", d);
+    for (std::size_t i = 0; i < kCategories.size(); ++i) {
+      const std::size_t peak = ledger.peak(kCategories[i]);
+      largest[i] = std::max(largest[i], peak);
+      std::printf(" %15zu", peak);
+    }
+    largest_total = std::max(largest_total, ledger.peak_total());
+    std::printf(" %15zu\n", ledger.peak_total());
+  }
+  const ZeroBytes per_tower = zero_bytes_per_device(stage, sizes);
+  const double k = towers_per_device;
+  const ZeroBytes formula{per_tower.parameters * k, per_tower.gradients * k,
+                          per_tower.optimizer_state * k};
+  std::printf("  %-8s %15.1f %15.1f %15.1f %15s %15s %15s %15.1f\n", "formula", formula.parameters,
+              formula.gradients, formula.optimizer_state, "-", "-", "-", formula.total());
+  std::printf("  (formula: parameters, gradients and optimizer state only; activations depend on "
+              "the batch, not on N)\n");
+  std::printf("ZeRO paper's example, same formula (7.5e9 parameters, 64 devices, 2+2+12 bytes), "
+              "stages 0/1/2/3: %s GB\n",
+              paper_example_line().c_str());
+
+  Summary summary;
+  for (std::size_t i = 0; i < kCategories.size(); ++i) {
+    summary.add("peak_" + std::string(category_name(kCategories[i])) + "_bytes",
+                static_cast<long long>(largest[i]));
+  }
+  summary.add("peak_total_bytes", static_cast<long long>(largest_total));
+  summary.add("formula_parameters_bytes", formula.parameters, 1)
+      .add("formula_gradients_bytes", formula.gradients, 1)
+      .add("formula_optimizer_state_bytes", formula.optimizer_state, 1)
+      .add("formula_total_bytes", formula.total(), 1);
+  return summary;
+}
+
+}  // namespace towers

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// ZeRO's closed form: the model-state bytes one device holds at each sharding stage
+// (chapter 8). The ZeRO paper (Rajbhandari et al., 2020) and the Ultra-Scale Playbook
+// count, per parameter, b_p bytes of parameters, b_g of gradients and k of optimizer
+// state; Ψ parameters on N devices. Each stage shards one more of the three N ways:
+//
+//   stage 0 (plain data parallel)   b_p Ψ   + b_g Ψ   + k Ψ
+//   stage 1 (optimizer state)       b_p Ψ   + b_g Ψ   + k Ψ/N
+//   stage 2 (... and gradients)     b_p Ψ   + b_g Ψ/N + k Ψ/N
+//   stage 3 (... and parameters)    b_p Ψ/N + b_g Ψ/N + k Ψ/N
+//
+// The paper's mixed precision has b_p = b_g = 2 (fp16) and k = 12 (fp32 master copy,
+// Adam's two moments). The tutorial trains in fp32 with one moving average per
+// parameter: b_p = b_g = k = 4. Activations are not in the formula: they depend on the
+// batch, not on Ψ, and no stage divides them.
+// The same function serves the tests, the chapter's summary and its printed table.
+#pragma once
+
+namespace towers {
+
+/// What the formula needs to know about a run.
+struct ZeroSizes {
+  double parameters = 0;        ///< Ψ: number of parameters
+  int devices = 1;              ///< N: devices the state is sharded over
+  double parameter_bytes = 4;   ///< b_p: bytes per parameter (4: fp32)
+  double gradient_bytes = 4;    ///< b_g: bytes per gradient element
+  double optimizer_bytes = 4;   ///< k: bytes of optimizer state per parameter
+};
+
+/// Bytes of each kind of model state on one device.
+struct ZeroBytes {
+  double parameters = 0;       ///< bytes of parameters
+  double gradients = 0;        ///< bytes of gradients
+  double optimizer_state = 0;  ///< bytes of optimizer state
+  /// All three: the model state of one device.
+  constexpr double total() const { return parameters + gradients + optimizer_state; }
+};
+
+/// Highest ZeRO stage the formula knows.
+inline constexpr int kMaxZeroStage = 3;
+
+/// Bytes per device at ZeRO `stage` (0..3; a stage outside that range counts as 3 or 0,
+/// the nearest one). Stage s shards the optimizer state from 1 on, the gradients from 2
+/// on, the parameters at 3.
+constexpr ZeroBytes zero_bytes_per_device(int stage, const ZeroSizes& sizes) {
+  const double psi = sizes.parameters;
+  const double n = sizes.devices;
+  auto held = [&](int sharded_from, double bytes_per_element) {
+    return stage >= sharded_from ? bytes_per_element * psi / n : bytes_per_element * psi;
+  };
+  return {held(3, sizes.parameter_bytes), held(2, sizes.gradient_bytes),
+          held(1, sizes.optimizer_bytes)};
+}
+
+}  // namespace towers

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// The closed form of chapter 8 reproduces the ZeRO paper's table and divides as each
+// stage says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "parallel/zero_memory.hpp"
+
+namespace towers {
+namespace {
+
+// GB as the paper counts them: 1e9 bytes, rounded to the table's one decimal.
+double table_gb(double bytes) { return std::round(bytes / 1e8) / 10; }
+
+TEST(ZeroMemory, ReproducesThePapersTableForSevenAndAHalfBillionParametersOnSixtyFourGpus) {
+  // ZeRO paper, Figure 1: Ψ = 7.5 B, N = 64, fp16 parameters and gradients (2 + 2 bytes),
+  // Adam's fp32 state K = 12 bytes per parameter.
+  const ZeroSizes paper{7.5e9, 64, 2, 2, 12};
+  EXPECT_EQ(table_gb(zero_bytes_per_device(0, paper).total()), 120.0);
+  EXPECT_EQ(table_gb(zero_bytes_per_device(1, paper).total()), 31.4);
+  EXPECT_EQ(table_gb(zero_bytes_per_device(2, paper).total()), 16.6);
+  EXPECT_EQ(table_gb(zero_bytes_per_device(3, paper).total()), 1.9);
+}
+
+TEST(ZeroMemory, EachStageShardsOneMoreKindOfState) {
+  const ZeroSizes fp32{1000, 4, 4, 4, 4};  // the tutorial's: fp32, one moving average
+  const ZeroBytes s0 = zero_bytes_per_device(0, fp32);
+  const ZeroBytes s1 = zero_bytes_per_device(1, fp32);
+  const ZeroBytes s2 = zero_bytes_per_device(2, fp32);
+  const ZeroBytes s3 = zero_bytes_per_device(3, fp32);
+  EXPECT_EQ(s0.parameters, 4000.0);
+  EXPECT_EQ(s0.gradients, 4000.0);
+  EXPECT_EQ(s0.optimizer_state, 4000.0);
+  EXPECT_EQ(s1.optimizer_state, 1000.0);
+  EXPECT_EQ(s1.gradients, 4000.0);
+  EXPECT_EQ(s2.gradients, 1000.0);
+  EXPECT_EQ(s2.parameters, 4000.0);
+  EXPECT_EQ(s3.parameters, 1000.0);
+  EXPECT_EQ(s3.total(), 3000.0);
+}
+
+TEST(ZeroMemory, OneDeviceShardsNothing) {
+  const ZeroSizes one{12345, 1, 4, 4, 4};
+  for (int stage = 0; stage <= kMaxZeroStage; ++stage) {
+    EXPECT_EQ(zero_bytes_per_device(stage, one).total(), 12 * 12345.0) << "stage " << stage;
+  }
+}
+
+}  // namespace
+}  // namespace towers
