@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "exercises/grader.hpp"
+#include "exercises/stream_log.hpp"
 #include "exercises/todo.hpp"
 #include "run_step.hpp"
 #include "runtime/busy.hpp"
@@ -29,19 +30,24 @@ namespace {
 using namespace std::chrono_literals;
 
 // N simulated devices, tower i's stream on device i, and the meeting stream on device 0.
-// Memory that tower work touches is declared before the runtime, so it outlives the
-// streams, which finish their queued work when destroyed.
+// The student gets LoggedStreams (exercises/stream_log.hpp): every call also goes into
+// `schedule` (stream i: tower i, stream n: meet), so that what the waits guarantee is
+// checked on every run, not only when the threads happen to race. Memory that tower work
+// touches is declared before the runtime, so it outlives the streams, which finish their
+// queued work when destroyed.
 struct Towers {
-  explicit Towers(int n) : grads(n) {
+  explicit Towers(int n) : grads(n), schedule(n + 1) {
     runtime = Runtime::create(RuntimeOptions{BackendChoice::kHost, n});
     runtime->trace().set_enabled(true);
     for (int i = 0; i < n; ++i) {
-      streams.push_back(runtime->device(i).create_stream());
-      streams.back()->set_tower(i);
+      auto stream = runtime->device(i).create_stream();
+      stream->set_tower(i);
+      streams.push_back(std::make_unique<LoggedStream>(std::move(stream), schedule, i));
       done.push_back(runtime->device(i).create_event());
       step.push_back(StepTower{streams.back().get(), done.back().get()});
     }
-    meet = runtime->device(0).create_stream();  // tagged with no tower
+    // tagged with no tower
+    meet = std::make_unique<LoggedStream>(runtime->device(0).create_stream(), schedule, n);
   }
 
   // Calls the student's run_step. An unfinished TODO (NotImplemented) is reported once,
@@ -58,18 +64,19 @@ struct Towers {
   }
 
   void synchronize_all() {
-    for (auto& s : streams) s->synchronize();
-    meet->synchronize();
+    for (auto& s : streams) s->finish();
+    meet->finish();
   }
 
   int size() const { return static_cast<int>(streams.size()); }
 
   std::vector<std::vector<float>> grads;  // [towers][count]: written by tower work
   std::vector<float> average;             // [count]: written by the average on `meet`
+  Schedule schedule;
   std::unique_ptr<Runtime> runtime;
-  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<std::unique_ptr<LoggedStream>> streams;
   std::vector<std::unique_ptr<Event>> done;
-  std::unique_ptr<Stream> meet;
+  std::unique_ptr<LoggedStream> meet;
   std::vector<StepTower> step;
 };
 
@@ -136,48 +143,52 @@ class MeetingTowers : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Towers, MeetingTowers, ::testing::Values(1, 2, 3, 4), name_of);
 
 // One step whose tower `slow` is the slowest: its gradients appear only after a gate that
-// the average itself opens (or 250 ms pass). An average that does not wait for tower
-// `slow` runs first, reads its zeros and opens the gate too late: a wrong mean, whatever the
-// machine's load. A correct one waits the 250 ms and reads every tower's gradients.
+// the average itself opens (or 50 ms pass). An average that does not wait for tower
+// `slow` usually runs first, reads its zeros and opens the gate too late: a wrong mean. On
+// a loaded machine it may start late enough to read the right one, so the verdict comes
+// from the schedule: the average must be ordered after every tower's work by the waits
+// the student enqueued (exercises/stream_log.hpp), whatever the threads' timing. A correct
+// run_step waits the 50 ms and reads every tower's gradients.
 // The step's tower work and average write `grads` and `average`, which outlive the streams.
 struct SlowStep {
   SlowStep(int n, std::size_t count, std::uint64_t seed)
       : data(make_exact_mean_data(n, count, seed)),
         grads(n, std::vector<float>(count, 0.0f)),
         average(count, -1.0f),
-        gate(std::make_shared<Gate>(250ms)) {}
+        gate(std::make_shared<Gate>(50ms)) {}
   ExactMeanData data;
   std::vector<std::vector<float>> grads;  // [towers][count]
   std::vector<float> average;             // [count]
   std::shared_ptr<Gate> gate;
   int average_calls = 0;
   Stream* average_stream = nullptr;
+  std::vector<int> backward_op;  // [tower]: the op writing its gradients, in the Schedule
+  int average_op = -1;           // the op averaging them
 };
 
 void run_slow_step(Towers& towers, SlowStep& step, int slow) {
   const int n = towers.size();
+  step.backward_op.assign(n, -1);
   towers.run_step_with(
       [&towers, &step, slow](int i) {
         if (i == slow) {
           towers.streams[i]->launch("slow tower", [gate = step.gate] { gate->wait(); }, nullptr);
         }
-        towers.streams[i]->launch(
-            "backward", [&step, i] { step.grads[i] = step.data.towers[i]; }, nullptr);
+        step.backward_op[i] = towers.streams[i]->launch_op(
+            "backward", [&step, i] { step.grads[i] = step.data.towers[i]; });
       },
-      [&step, n](Stream& meet) {
+      [&towers, &step, n](Stream& meet) {
         ++step.average_calls;
         step.average_stream = &meet;
-        meet.launch(
-            "average",
-            [&step, n] {
-              for (std::size_t j = 0; j < step.average.size(); ++j) {
-                float sum = 0;
-                for (int t = 0; t < n; ++t) sum += step.grads[t][j];
-                step.average[j] = sum / static_cast<float>(n);
-              }
-              step.gate->open();
-            },
-            nullptr);
+        if (&meet != towers.meet.get()) return;  // a failure line says so
+        step.average_op = towers.meet->launch_op("average", [&step, n] {
+          for (std::size_t j = 0; j < step.average.size(); ++j) {
+            float sum = 0;
+            for (int t = 0; t < n; ++t) sum += step.grads[t][j];
+            step.average[j] = sum / static_cast<float>(n);
+          }
+          step.gate->open();
+        });
       });
 }
 
@@ -188,6 +199,16 @@ void expect_exact_slow_step(Towers& towers, const SlowStep& step, int slow, cons
   ASSERT_EQ(step.average_stream, towers.meet.get())
       << "expected average_gradients to be given the `meet` stream, got another one; hint: "
          "call average_gradients(meet)";
+  for (int i = 0; i < towers.size(); ++i) {
+    ASSERT_GE(step.backward_op[i], 0) << "expected tower_loss(" << i << ") called in " << which
+                                      << ", got no call; hint: call tower_loss(i) for every tower";
+    ASSERT_TRUE(towers.schedule.ordered(step.backward_op[i], step.average_op))
+        << "expected the average in " << which << " to run after every tower's work, got a "
+        << "schedule in which it can run before tower " << i << "'s (tower " << slow
+        << " the slowest); hint: before average_gradients(meet), make `meet` wait for EVERY "
+           "tower's done event (not only the first or the last), recorded after that tower's "
+           "work in this step";
+  }
   auto bad = first_mismatch(step.average, step.data.mean);
   EXPECT_FALSE(bad) << "expected the exact mean of " << towers.size() << " towers in " << which
                     << " with tower " << slow << " the slowest, got "

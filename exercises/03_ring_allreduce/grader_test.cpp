@@ -317,6 +317,13 @@ TEST(RingAllReduce, RejectsBuffersOfDifferentSizes) {
   Ring uneven{{std::vector<float>(8, 1.0f), std::vector<float>(7, 1.0f)}, nullptr};
   expect_invalid_argument([&] { ring_allreduce(uneven); }, "buffers of 8 and 7 elements",
                           "every tower's buffer must have the same size");
+  // Four towers, the odd size last: every buffer is compared, not only the first two.
+  Ring last_uneven{{std::vector<float>(8, 1.0f), std::vector<float>(8, 1.0f),
+                    std::vector<float>(8, 1.0f), std::vector<float>(7, 1.0f)},
+                   nullptr};
+  expect_invalid_argument([&] { ring_allreduce(last_uneven); },
+                          "four buffers of 8, 8, 8 and 7 elements",
+                          "compare EVERY tower's buffer size with the first, not only tower 1's");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -119,6 +120,10 @@ TEST_P(ShardedEpochs, DeliverEveryExampleExactlyOnce) {
   const std::size_t n = 103;  // prime: the last step of an epoch is short for every T
   const int steps = expected_steps_per_epoch(n, shards, batch);
   ShardedIterator it(options(n, shards, batch, 1));
+  EXPECT_EQ(it.steps_per_epoch(), steps)
+      << "expected steps_per_epoch() == ceil(" << n << " / (" << shards << " * " << batch
+      << ")) = " << steps << ", got " << it.steps_per_epoch() << "; hint: round up: the last "
+      << "step of an epoch may be short";
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<int> seen(n, 0);
     for (int s = 0; s < steps; ++s) {
@@ -289,6 +294,70 @@ TEST(ShardedIterator, DestructorMidEpochStopsAndJoinsTheProducer) {
   EXPECT_EQ(after, before) << "expected no thread left after the iterator is destroyed, got "
                            << after - before << " more than before; hint: set stop, notify the "
                               "producer's condition variable, join() (never detach())";
+}
+
+TEST(ShardedIterator, NextReturnsWhileTheProducerPrepares) {
+  // prepare() is the slow part (decoding, augmenting): the producer must call it without
+  // the queue's lock, so that next() can take a queued step meanwhile. The grader's
+  // prepare(step 2), with K = 2 steps queued, waits until next() has returned a step (or
+  // 3 s): a producer that holds the lock in prepare() blocks next() until then, whatever
+  // the timing.
+  Watchdog watchdog("next() to return while the producer is inside prepare()",
+                    "call prepare() before taking the lock, as the contract's order says");
+  auto inside = std::make_shared<std::atomic<bool>>(false);
+  auto next_returned_meanwhile = std::make_shared<std::atomic<bool>>(false);
+  std::promise<void> taken;
+  IteratorOptions o = options(1000, 2, 4, 3, 2);
+  o.prepare = [inside, next_returned_meanwhile, go = taken.get_future().share()](const Step& step) {
+    if (step.epoch != 0 || step.index != 2) return;
+    inside->store(true);
+    next_returned_meanwhile->store(go.wait_for(3s) == std::future_status::ready);
+  };
+  {
+    ShardedIterator it(o);
+    ASSERT_TRUE(eventually([&] { return inside->load(); }))
+        << "expected the producer to prepare step 2 with K = 2 and no next(), got no call "
+           "after 5 s; hint: start the producer in the constructor, prepare every step it makes";
+    const Step first = it.next();
+    taken.set_value();
+    EXPECT_EQ(first.index, 0) << "expected step 0 first, got step " << first.index;
+  }  // joined: the producer's prepare() has returned
+  EXPECT_TRUE(next_returned_meanwhile->load())
+      << "expected next() to return a queued step while the producer was inside prepare(), "
+         "got next() blocked until prepare() returned; hint: call prepare(step) before "
+         "locking the queue's mutex, and lock it only to wait for room and push";
+}
+
+TEST(ShardedIterator, DestructorReturnsOnlyAfterTheProducerHasFinished) {
+  // The producer is held inside prepare(step 1) (the grader's callback, which lets it go
+  // after 1 s) when the iterator is destroyed. A destructor that joins cannot return
+  // before prepare() has: whatever the timing, the producer is done when it returns. One
+  // that detaches returns at once, the producer still running on state about to be freed.
+  Watchdog watchdog("the destructor to return once the producer's prepare() returned",
+                    "set stop under the lock, notify the producer, join() it");
+  auto inside = std::make_shared<std::atomic<bool>>(false);
+  auto finished = std::make_shared<std::atomic<bool>>(false);
+  std::promise<void> release;
+  IteratorOptions o = options(1000, 4, 8, 2, 2);
+  o.prepare = [inside, finished, go = release.get_future().share()](const Step& step) {
+    if (step.epoch != 0 || step.index != 1) return;
+    inside->store(true);
+    go.wait_for(1s);
+    finished->store(true);
+  };
+  {
+    ShardedIterator it(o);
+    ASSERT_TRUE(eventually([&] { return inside->load(); }))
+        << "expected the producer to prepare step 1 with K = 2 and no next(), got no call "
+           "after 5 s; hint: start the producer in the constructor, prepare every step it makes";
+  }
+  const bool producer_finished = finished->load();
+  release.set_value();
+  EXPECT_TRUE(producer_finished)
+      << "expected the destructor to return only after the producer thread finished (it was "
+         "inside prepare()), got it returning while the producer still ran; hint: join() the "
+         "producer thread, never detach() it: a detached thread runs on after the iterator's "
+         "state is freed";
 }
 
 // Thrown by the grader's prepare(): not a std::exception, so only `catch (...)` and

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// Mutant: the all-gather sends the whole buffer every step and keeps only the chunk it needs
+#include <stdexcept>
+#include <vector>
+#include <string>
+
+#include "mpi_ring.hpp"
+
+namespace towers::exercises {
+namespace {
+
+int wrap(int index, int n) { return ((index % n) + n) % n; }
+
+void check(int code, const char* what) {
+  if (code != MPI_SUCCESS) throw std::runtime_error(std::string("MPI call failed: ") + what);
+}
+
+}  // namespace
+
+void ring_average(float* data, std::size_t count, float* receive, MPI_Comm comm) {
+  int n = 1, r = 0;
+  check(MPI_Comm_size(comm, &n), "MPI_Comm_size");
+  check(MPI_Comm_rank(comm, &r), "MPI_Comm_rank");
+  if (n == 1 || count == 0) return;
+  const int left = wrap(r - 1, n), right = wrap(r + 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const Chunk out = chunk_of(count, n, wrap(r - s, n)), in = chunk_of(count, n, wrap(r - 1 - s, n));
+    check(MPI_Sendrecv(data + out.offset, static_cast<int>(out.size), MPI_FLOAT, right, s, receive,
+                       static_cast<int>(in.size), MPI_FLOAT, left, s, comm, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+    for (std::size_t i = 0; i < in.size; ++i) data[in.offset + i] += receive[i];
+  }
+  const Chunk owned = chunk_of(count, n, wrap(r + 1, n));
+  for (std::size_t i = 0; i < owned.size; ++i) data[owned.offset + i] *= 1.0f / static_cast<float>(n);
+  for (int t = 0; t < n - 1; ++t) {
+    const Chunk out = chunk_of(count, n, wrap(r + 1 - t, n)), in = chunk_of(count, n, wrap(r - t, n));
+    (void)out;
+    std::vector<float> whole(count);  // the left neighbour's whole buffer
+    check(MPI_Sendrecv(data, static_cast<int>(count), MPI_FLOAT, right, n + t, whole.data(),
+                       static_cast<int>(count), MPI_FLOAT, left, n + t, comm, MPI_STATUS_IGNORE),
+          "MPI_Sendrecv");
+    for (std::size_t i = 0; i < in.size; ++i) data[in.offset + i] = whole[in.offset + i];
+  }
+}
+
+}  // namespace towers::exercises
