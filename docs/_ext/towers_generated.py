@@ -183,6 +183,8 @@ class SummaryDirective(GeneratedDirective):
                     label += f", {row['mode']}"
                 if "overlap_mode" in row:
                     label += f", overlap {row['overlap_mode']}"
+                if "schedule" in row:  # chapter 9: one run per pipeline schedule
+                    label += f", {row['schedule']}"
                 columns.append((label, row))
         # A row is one key, or alternatives "a/b": in each column the first of them that
         # the column's summary has (chapter 5 counts ranks, max_concurrent_ranks, where

@@ -8,9 +8,9 @@
 
 namespace towers {
 
-void busy_kernel(Stream& stream, double ms) {
+void busy_kernel(Stream& stream, double ms, std::string_view name) {
   stream.launch(
-      "busy",
+      name,
       [ms] { std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms)); },
       [ms](const CudaLaunchContext& ctx) { launch_cuda_busy_kernel(ctx, ms); });
 }

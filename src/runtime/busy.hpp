@@ -6,11 +6,14 @@
 // way a GPU kernel occupies the GPU and leaves the host free.
 #pragma once
 
+#include <string_view>
+
 #include "runtime/stream.hpp"
 
 namespace towers {
 
-/// Enqueues `ms` milliseconds of device work named "busy" on `stream`. Returns at once.
-void busy_kernel(Stream& stream, double ms);
+/// Enqueues `ms` milliseconds of device work named `name` on `stream`. Returns at once.
+/// Chapter 9 names each stage's stand-in forward and backward so ("F3.0", "B3.0").
+void busy_kernel(Stream& stream, double ms, std::string_view name = "busy");
 
 }  // namespace towers

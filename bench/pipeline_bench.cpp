@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// bench_pipeline: chapter 9's bubble against the closed form, per schedule, stage count p
+// and micro-batch count m; one row per case.
+//
+//   build/bin/bench_pipeline                                  # host, p = 2 and 4, m = 1..16
+//   build/bin/bench_pipeline --stages 2,4,8 --micro-batches 4,8,32 --kernel-ms 5
+//
+// It runs build/bin/09_pipeline itself and reads its `summary:` line: bubble_share (each
+// stage's idle share of the flush, read from the trace, mean over stages), bubble_formula
+// ((p-1)/(v*m + p-1)), trace_ms (the flush in the trace) and ideal_ms (the same schedule
+// on ideal devices, hand-offs free). Each case runs `repeats` times and keeps the fastest
+// flush (least trace_ms), so a burst of load spoils one run, not the row. `wrong` counts
+// runs whose order or data check failed (order_violations, data_checked): it must be 0.
+// Interleaved runs only where m is a multiple of p (the schedule's rule), with --virtual.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/usage_error.hpp"
+#include "cli/options.hpp"
+#include "cli/summary.hpp"
+
+namespace towers {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};
+  std::vector<int> stages = {2, 4};
+  std::vector<int> micro_batches = {1, 2, 4, 8, 16};
+  int chunks = 2;  // v for interleaved
+  double kernel_ms = 10;
+  int repeats = 2;
+  std::string bin_dir;  // empty: where this program is
+};
+
+using SummaryMap = std::map<std::string, std::string>;
+
+std::string own_directory() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// Runs `command`; returns its last summary line (empty when it printed none). A failed data
+// check exits 1 with its summary printed: that run counts as wrong, not as a crash.
+SummaryMap run_chapter(const std::string& command) {
+  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("could not run: " + command);
+  std::string text;
+  char chunk[4096];
+  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) text += chunk;
+  pclose(pipe);
+  const auto summaries = parse_summaries(text);
+  if (summaries.empty() || !summaries.back().contains("bubble_share")) {
+    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
+    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
+  }
+  return summaries.back();
+}
+
+double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
+
+bool wrong(const SummaryMap& s) {
+  return s.at("order_violations") != "0" || s.at("data_checked") != "yes";
+}
+
+int run(const BenchOptions& o) {
+  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/09_pipeline";
+  if (!std::filesystem::exists(program)) {
+    throw UsageError(program + " not found; build target 09_pipeline, or point --bin-dir at it.");
+  }
+  if (o.repeats < 1) throw UsageError("--repeats must be at least 1");
+  std::printf("# bench_pipeline: chapter 9, host backend, forward %.1f ms and backward %.1f ms "
+              "per stage and micro-batch, best of %d (fastest flush); %ld cores here\n",
+              o.kernel_ms, 2 * o.kernel_ms, o.repeats, sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("# %-11s  %2s  %3s  %2s  %8s  %8s  %7s  %9s  %9s  %5s\n", "schedule", "p", "m", "v",
+              "bubble", "formula", "error", "trace(ms)", "ideal(ms)", "wrong");
+  int wrong_runs = 0;
+  for (const std::string& schedule : o.schedules) {
+    const int v = schedule == "interleaved" ? o.chunks : 1;
+    for (int p : o.stages) {
+      for (int m : o.micro_batches) {
+        if (schedule == "interleaved" && m % p != 0) continue;  // the schedule's rule
+        std::ostringstream command;
+        command << program << " --backend host --schedule " << schedule << " --stages " << p
+                << " --micro-batches " << m << " --virtual " << v << " --kernel-ms "
+                << o.kernel_ms;
+        SummaryMap best;
+        int wrong_here = 0;
+        for (int r = 0; r < o.repeats; ++r) {
+          SummaryMap s = run_chapter(command.str());
+          wrong_here += wrong(s);
+          if (r == 0 || number(s, "trace_ms") < number(best, "trace_ms")) best = s;
+        }
+        wrong_runs += wrong_here;
+        const double measured = number(best, "bubble_share");
+        const double formula = number(best, "bubble_formula");
+        std::printf("  %-11s  %2d  %3d  %2d  %8.3f  %8.3f  %+7.3f  %9.1f  %9.1f  %5d\n",
+                    schedule.c_str(), p, m, v, measured, formula, measured - formula,
+                    number(best, "trace_ms"), number(best, "ideal_ms"), wrong_here);
+        Summary()
+            .add("schedule", schedule)
+            .add("stages", p)
+            .add("micro_batches", m)
+            .add("virtual", v)
+            .add("bubble_share", measured, 3)
+            .add("bubble_formula", formula, 3)
+            .add("trace_ms", number(best, "trace_ms"), 1)
+            .add("ideal_ms", number(best, "ideal_ms"), 1)
+            .add("wrong_runs", wrong_here)
+            .print();
+      }
+    }
+  }
+  if (wrong_runs != 0) {
+    std::fprintf(stderr, "error: %d run(s) ran an op out of order or lost data\n", wrong_runs);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace towers
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 9's bubble, measured from the trace, against (p-1)/(v*m + p-1)"};
+  towers::BenchOptions options;
+  app.add_option("--schedules", options.schedules, "gpipe, 1f1b, interleaved")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--stages", options.stages, "stage counts p")->delimiter(',')->capture_default_str();
+  app.add_option("--micro-batches", options.micro_batches, "micro-batch counts m")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--virtual", options.chunks, "v for interleaved")->capture_default_str();
+  app.add_option("--kernel-ms", options.kernel_ms, "one stage's forward of one micro-batch")
+      ->capture_default_str();
+  app.add_option("--repeats", options.repeats, "runs per case; the fastest flush is kept")
+      ->capture_default_str();
+  app.add_option("--bin-dir", options.bin_dir, "where 09_pipeline is (default: here)");
+  return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
+}

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// mutant: the warm-up is not capped at the micro-batches: forwards of micro-batches that do not exist
+#include <algorithm>
+
+#include "one_f_one_b.hpp"
+
+namespace towers::exercises {
+
+std::vector<StageOp> one_f_one_b(int stages, int micro_batches, int stage) {
+  const int warmup = stages - stage - 1;
+  std::vector<StageOp> ops;
+  for (int k = 0; k < warmup; ++k) ops.push_back({Pass::kForward, k, 0});
+  for (int k = 0; k < micro_batches - warmup; ++k) {
+    ops.push_back({Pass::kForward, warmup + k, 0});
+    ops.push_back({Pass::kBackward, k, 0});
+  }
+  for (int k = std::max(micro_batches - warmup, 0); k < micro_batches; ++k) ops.push_back({Pass::kBackward, k, 0});
+  return ops;
+}
+
+}  // namespace towers::exercises
