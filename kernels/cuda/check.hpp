@@ -28,6 +28,7 @@ namespace towers::cuda {
 /// is capturing a graph becomes a CaptureError in runtime/cuda/cuda_graph.cpp).
 class CudaError : public std::runtime_error {
  public:
+  /// An error `code` returned by a CUDA call, described by `message` (file:line, the call).
   CudaError(cudaError_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
   /// The error the call returned.
   cudaError_t code() const { return code_; }
