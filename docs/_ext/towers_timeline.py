@@ -38,7 +38,7 @@ def kind(op):
     name = op["name"]
     if op["device"] == HOST:
         return "host: enqueue" if name == "enqueue" else "host: " + name
-    if op["cat"] == "all-reduce":  # the program decides (src/trace/export.cpp, category)
+    if op.get("cat") == "all-reduce":  # the program decides (src/trace/export.cpp, category)
         return "all-reduce"
     if name == "copy input":
         return "input copy"
