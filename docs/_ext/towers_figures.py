@@ -5,11 +5,9 @@
     ```{towers-ring} ringN            the ring all-reduce step by step (docs_ring_schedule)
     ```{towers-events} RUN            one step's records, waits and who waits for whom
 """
-import os
 from pathlib import Path
 
 from docutils import nodes
-from sphinx import addnodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
@@ -62,27 +60,6 @@ class StepsDirective(GeneratedDirective):
         result.append(self.trace_downloads(names))
         self.arguments = names
         return result
-
-    def trace_downloads(self, names):
-        """Links that download the runs' Chrome traces, the files this figure was drawn
-        from, to open in Perfetto: the reader can zoom into any op the figure shows."""
-        para = nodes.paragraph(classes=["towers-trace-download"])
-        para += nodes.Text("The trace" + ("s" if len(names) > 1 else "") + " to open in "
-                           "Perfetto (ui.perfetto.dev, Open trace file): ")
-        for i, name in enumerate(names):
-            self.arguments = [name]
-            path = self.generated(".json")
-            # A target starting with / is relative to the docs' source folder (Sphinx's
-            # download role); the build copies the file into the HTML's _downloads.
-            target = "/" + os.path.relpath(path, self.env.srcdir)
-            link = addnodes.download_reference("", "", reftarget=target, refexplicit=True,
-                                               refdoc=self.env.docname)
-            link += nodes.literal(text=f"{name}.json")
-            para += nodes.Text(", " if i else "")
-            para += link
-        para += nodes.Text(".")
-        return para
-
 
 class RingDirective(SphinxDirective):
     """The ring all-reduce step by step, drawn from the real ring's record

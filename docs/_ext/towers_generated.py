@@ -28,11 +28,13 @@ build it came from and tests/docs/check_fresh.cmake can check that the HTML show
 current run. A missing file is an error, and sphinx-build -W fails: the docs never show
 output that this build did not produce.
 """
+import os
 import re
 from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from sphinx import addnodes
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -96,6 +98,26 @@ class GeneratedDirective(SphinxDirective):
                 f"docs/CMakeLists.txt with towers_docs_output({self.arguments[0]} ...).")
         self.env.note_dependency(str(path))
         return path
+
+    def trace_downloads(self, names):
+        """Links that download the runs' Chrome traces, the files this figure was drawn
+        from, to open in Perfetto: the reader can zoom into any op the figure shows."""
+        para = nodes.paragraph(classes=["towers-trace-download"])
+        para += nodes.Text("The trace" + ("s" if len(names) > 1 else "") + " to open in "
+                           "Perfetto (ui.perfetto.dev, Open trace file): ")
+        for i, name in enumerate(names):
+            self.arguments = [name]
+            path = self.generated(".json")
+            # A target starting with / is relative to the docs' source folder (Sphinx's
+            # download role); the build copies the file into the HTML's _downloads.
+            target = "/" + os.path.relpath(path, self.env.srcdir)
+            link = addnodes.download_reference("", "", reftarget=target, refexplicit=True,
+                                               refdoc=self.env.docname)
+            link += nodes.literal(text=f"{name}.json")
+            para += nodes.Text(", " if i else "")
+            para += link
+        para += nodes.Text(".")
+        return para
 
     def provenance(self):
         """Where the output came from; in full the first time a page shows a run."""
@@ -272,7 +294,7 @@ class TimelineDirective(GeneratedDirective):
                       f'aria-label="{self.options.get("alt", "timeline")}" '
                       f'data-traces="{stamp.get("json_sha256", "?")}" ')
         svg = re.sub(r"^<\?xml[^>]*>\s*", "", svg).replace("<svg ", "<svg " + attributes, 1)
-        return [svg_figure(self, svg), self.provenance()]
+        return [svg_figure(self, svg), self.provenance(), self.trace_downloads(self.arguments)]
 
 
 def setup(app):

@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-FIGURE = re.compile(r'<svg data-traces="([^"]*)"')
+FIGURE = re.compile(r'<svg\b[^>]*?\bdata-traces="([^"]*)"')
 DOWNLOAD = re.compile(r'class="reference download internal" download="" href="([^"]+\.json)"')
 
 
