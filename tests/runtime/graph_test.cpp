@@ -377,7 +377,10 @@ TEST_P(Graphs, AStreamLeftUnjoinedIsACaptureError) {
   } catch (const CaptureError& e) {
     EXPECT_NE(std::string(e.what()).find("join"), std::string::npos) << e.what();
   }
-  branch->fill_zero(dev.data(), sizeof(int));  // both streams run eagerly again
+  // Both streams run eagerly again (one after the other: the same int on two unordered
+  // streams would be a race of the test's own making; ThreadSanitizer caught one).
+  branch->fill_zero(dev.data(), sizeof(int));
+  branch->synchronize();
   origin->fill_zero(dev.data(), sizeof(int));
   rt->synchronize();
 }
