@@ -40,6 +40,15 @@ bounded() {
   local seconds=$1; shift
   out=$(timeout -k 5 "$seconds" "$@" 2>&1); rc=$?
 }
+# Starts chapter 5 across the cable in the background with these flags (output in $log,
+# the job's PID in $job) and returns once it has logged step 2: mid-run, for a fault.
+start_until_step_2() {
+  log="$tmp/run.log"
+  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small "$@" >"$log" 2>&1 &
+  job=$!
+  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
+  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+}
 cable_bytes() {  # bytes host1's end of the cable has sent plus received
   local c=/sys/class/net/$TWO_HOSTS_PREFIX-v1/statistics
   echo $(( $(ip netns exec "$TWO_HOSTS_PREFIX-host1" cat "$c/tx_bytes") +
@@ -106,12 +115,7 @@ kill)
 cut)
   command -v nft >/dev/null || skip "no nft (apt-get install nftables): scripts/two-hosts cut needs it"
   bounded 30 "$script" up || fail "up: $out"
-  log="$tmp/run.log"
-  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 60 \
-    >"$log" 2>&1 &
-  job=$!
-  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
-  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  start_until_step_2 --steps 100000 --collective-timeout 60
   "$script" cut || fail "cut failed"
   cut_at=$(date +%s.%N)
   wait "$job"; rc=$?
@@ -130,12 +134,7 @@ outage)
   steps=30   # ~7 s: the outage after step 2 falls well inside the run
   bounded 120 "$script" run -- "$bin/05_ranks" $small --steps $steps --save-params "$tmp/calm.ckpt"
   [ "$rc" -eq 0 ] || fail "the run without an outage: exit $rc: $out"
-  log="$tmp/run.log"
-  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps $steps \
-    --save-params "$tmp/outage.ckpt" >"$log" 2>&1 &
-  job=$!
-  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
-  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  start_until_step_2 --steps $steps --save-params "$tmp/outage.ckpt"
   "$script" cut || fail "cut failed"
   sleep 2   # shorter than the keepalive's 2 s idle + 3 probes a second apart
   "$script" mend || fail "mend failed"
@@ -149,12 +148,7 @@ outage)
   ;;
 daemon)
   bounded 30 "$script" up || fail "up: $out"
-  log="$tmp/run.log"
-  timeout -k 5 120 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 60 \
-    >"$log" 2>&1 &
-  job=$!
-  for _ in $(seq 600); do grep -q ": step 2," "$log" && break; sleep 0.1; done
-  grep -q ": step 2," "$log" || { kill "$job"; fail "no step 2 within 60 s: $(cat "$log")"; }
+  start_until_step_2 --steps 100000 --collective-timeout 60
   # The daemon Open MPI started on the second machine (prted in Open MPI 5, orted before):
   # the process of that name whose network namespace is host1's.
   daemon=""
