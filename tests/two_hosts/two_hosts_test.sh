@@ -12,7 +12,7 @@
 #           against the all-reduce's 2(N-1)/N x 4 x 1,068,298 each way, overhead 0-2 % (measured 0.17 %)
 #   kill    a rank on the second machine killed (SIGKILL) ends the job naming it and its node
 #   cut     the cable cut for good mid-run ends the job within 30 s naming the lost node
-#   outage  the cable cut for 2 s mid-run (shorter than the keepalive's ~5 s) and mended: the
+#   outage  the cable cut for 2 s mid-run (well inside the keepalive's ~8 s) and mended: the
 #           job survives, and its --save-params equal a run without the outage, byte for byte
 #   daemon  the second machine's Open MPI daemon killed mid-run ends the job within 30 s,
 #           naming the lost node (its rank is not killed by us: the daemon's loss is enough)
@@ -136,7 +136,7 @@ outage)
   [ "$rc" -eq 0 ] || fail "the run without an outage: exit $rc: $out"
   start_until_step_2 --steps $steps --save-params "$tmp/outage.ckpt"
   "$script" cut || fail "cut failed"
-  sleep 2   # shorter than the keepalive's 2 s idle + 3 probes a second apart
+  sleep 2   # only 6 probes a second apart, all unanswered, end the job: 5 s at least
   "$script" mend || fail "mend failed"
   kill -0 "$job" 2>/dev/null || fail "the job had ended before the cable was mended: nothing tested"
   wait "$job"; rc=$?
