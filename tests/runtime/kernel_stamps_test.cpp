@@ -197,6 +197,32 @@ TEST(KernelStamps, ResolvedSpanCarriesItsKernelsAndStreamOccupancy) {
   EXPECT_DOUBLE_EQ(spans[0].ran_us[0].second, 44.0);
 }
 
+TEST(KernelStamps, AnOpThatLaunchedNoStampedKernelIsNotStamped) {
+  // A graph replay (chapter 7) or a cuBLAS-only op takes stamps but launches none of our
+  // kernels. Counted as stamped, it made the step's concurrency "from kernel stamps" with
+  // no stamp in it: max_concurrent_towers=0 with concurrency_from=kernel_stamps on cuda.
+  RuntimeOptions options;
+  options.backend = BackendChoice::kHost;
+  auto rt = Runtime::create(options);
+  auto stream = rt->device(0).create_stream();
+  FakeDevice device(8);
+  SpanEvents events;
+  events.epoch = rt->device(0).create_event();
+  events.start = rt->device(0).create_event();
+  events.end = rt->device(0).create_event();
+  stream->record(*events.epoch);
+  stream->record(*events.start);
+  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
+  stream->record(*events.end);
+  stream->synchronize();
+  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "graph launch", 0, 0},
+                          resolve_when_complete(events));
+  std::vector<TraceEvent> spans = rt->trace().take();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_FALSE(spans[0].stamped);
+  EXPECT_FALSE(analyze_step(spans, 3).from_kernel_stamps);
+}
+
 // On both backends (cuda where a GPU exists, as gpu-check runs it): two towers' busy
 // kernels on two streams of one device ran together, and on cuda the kernels' own stamps
 // say so, each as long as the kernel spun and inside its op's event span.
