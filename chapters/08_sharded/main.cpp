@@ -9,6 +9,8 @@
 // bytes on the wire, 1/N of the optimizer state per device. Every device's memory ledger
 // is printed beside ZeRO's closed form (src/parallel/zero_memory.hpp).
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
+// Chapter 1's checkpoints and --eval, as in chapter 4: a checkpoint holds the moving
+// averages whole, the towers' shards put together, and --resume hands each its shard back.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -18,6 +20,7 @@
 #include "harness/memory_report.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
+#include "harness/shard_reader.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/ops.hpp"
@@ -36,11 +39,7 @@ namespace {
 std::string hash_of_averages(const std::vector<float*>& averages, const std::vector<Chunk>& held,
                                const std::vector<Stream*>& streams) {
   std::vector<float> host(kNumParameters);
-  for (std::size_t i = 0; i < averages.size(); ++i) {
-    streams[i]->copy(host.data() + held[i].offset, averages[i], held[i].size * sizeof(float));
-    streams[i]->synchronize();
-    if (held[i].size == kNumParameters) break;  // unsharded: tower 0 holds them all
-  }
+  read_shards(host.data(), kNumParameters, averages, held, streams);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(base::fnv1a64(host.data(), host.size() * sizeof(float))));
@@ -59,6 +58,7 @@ int main(int argc, char** argv) {
   InputFlags input_flags;
   CheckFlags check_flags;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's: --checkpoint-dir, --eval
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
   app.add_option("--zero", zero,
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     // Every tower owns its parameters, as in chapter 4; the per-device copy chapters 2-3
     // read is not used here, so it goes before the ledger counts a byte of the step.
     for (auto& replica : training.replicas()) replica->params = Buffer();
-    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    TowerInputs inputs(training, input_flags);  // resumes with the training
     constexpr std::size_t kAll = kNumParameters;
     // The ring on every backend, for both stages: --zero 0 and --zero 1 then add the same
     // numbers in the same order, and end with the same bits.
@@ -114,23 +114,27 @@ int main(int argc, char** argv) {
       grads.push_back(tower.grads.as<float>());
       streams.push_back(tower.stream.get());
       tower.stream->copy(params[i], training.initial_params(), kAll * sizeof(float), "copy params");
-      tower.stream->copy(averages[i], training.initial_params() + held[i].offset,
+      // From --seed, or the resumed checkpoint's averages: this tower's range of them.
+      tower.stream->copy(averages[i], training.initial_averages() + held[i].offset,
                          held[i].size * sizeof(float), "copy averages");
     }
     // docs-end: sharded-state
     training.runtime().synchronize();
-    training.read_params_with([&](float* out) {
-      streams[0]->copy(out, params[0], kAll * sizeof(float));
-      streams[0]->synchronize();
-    });
+    training.read_params_with(
+        [&](float* out) {
+          streams[0]->copy(out, params[0], kAll * sizeof(float));
+          streams[0]->synchronize();
+        },
+        // Checkpoints and --eval need the averages whole: each tower's shard, put together.
+        [&](float* out) { read_shards(out, kAll, averages, held, streams); });
     ParameterCheck check(towers, kAll, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
-      StepScope step = training.step(global_step);
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
+      StepScope step = training.step(run_step);
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop, unchanged
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
@@ -162,7 +166,7 @@ int main(int argc, char** argv) {
       step.enqueued();
       training.runtime().synchronize();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(global_step, params);
+      check.after_step(run_step, params);
     }
     Summary extra;
     extra.add("zero", zero)

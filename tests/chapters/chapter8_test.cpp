@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "../data/temp_dir.hpp"
+#include "exact_resume.hpp"
+#include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "parallel/zero_memory.hpp"
 #include "program.hpp"
@@ -109,6 +112,40 @@ TEST(ShardedTowers, PrintsThePapersTableFromTheSameFormula) {
   auto r = run("08_sharded", kOneStep + "--devices 2 --zero 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("120.0 / 31.4 / 16.6 / 1.9 GB"), std::string::npos) << r.output;
+}
+
+// Chapter 1's checkpoints with the moving averages sharded: a checkpoint holds them whole,
+// put together from the towers' shards, so --zero 1's is --zero 0's byte for byte (same
+// math), --eval evaluates the same averages, and a resumed --zero 1 run gives each tower
+// its shard back and ends where one never stopped does. Three towers: 1,068,298 does not
+// divide by 3, so the shards differ in size.
+TEST(ShardedTowers, CheckpointsHoldTheShardsPutTogetherAndResumeExactly) {
+  data::testing::TempDir dir;
+  std::string flags = testing::tiny_set(dir.path());
+  flags.replace(flags.find("--devices 2"), 11, "--devices 3");
+  const auto ckpt = [&](const std::string& name) { return (dir.path() / name).string(); };
+  auto z0 = run("08_sharded", flags + "--zero 0 --steps 4 --eval --checkpoint-dir " + ckpt("z0"));
+  auto z1 = run("08_sharded", flags + "--zero 1 --steps 4 --eval --checkpoint-dir " + ckpt("z1"));
+  ASSERT_EQ(z0.exit_code, 0) << z0.output;
+  ASSERT_EQ(z1.exit_code, 0) << z1.output;
+  const std::string name = model::checkpoint_name(4);
+  const std::string expected = testing::bytes_of(dir.path() / "z0" / name);
+  ASSERT_FALSE(expected.empty()) << z0.output;
+  EXPECT_TRUE(expected == testing::bytes_of(dir.path() / "z1" / name))
+      << "--zero 1's checkpoint differs from --zero 0's: the shards were not put together";
+  EXPECT_EQ(z0.last("precision_at_1"), z1.last("precision_at_1"));
+  EXPECT_EQ(z0.last("averages_hash"), z1.last("averages_hash"));
+
+  // 2 steps, then 2 more resumed, against the 4 straight steps above.
+  auto a = run("08_sharded", flags + "--zero 1 --steps 2 --checkpoint-dir " + ckpt("split"));
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = run("08_sharded", flags + "--zero 1 --steps 2 --resume --checkpoint-dir " + ckpt("split"));
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_NE(b.output.find("resumed from"), std::string::npos) << b.output;
+  EXPECT_EQ(b.last("global_step"), "4") << b.output;
+  EXPECT_EQ(b.last("averages_hash"), z1.last("averages_hash")) << b.output;
+  EXPECT_TRUE(expected == testing::bytes_of(dir.path() / "split" / name))
+      << "a resumed --zero 1 run ends with other bytes than one never stopped";
 }
 
 TEST(ShardedTowers, StagesNotYetBuiltAreRefusedBeforeTraining) {
