@@ -277,7 +277,6 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       write_trace_files(trace_files, all_events, "chapter 9: the CIFAR-10 model in stages");
     });
   }
-  std::vector<std::string> names;
   std::string stage_layers;
   for (const auto& stage : split) stage_layers += (stage_layers.empty() ? "" : ",") + stage_name(stage);
   Summary()
