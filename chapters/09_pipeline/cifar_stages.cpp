@@ -43,14 +43,15 @@ struct ModelStage {
   ParameterRange range;  // its variables in the flat buffer
   Device* device = nullptr;
   std::unique_ptr<Stream> stream;
-  Buffer params, grad_sum, micro_grads;            // [kNumParameters]; only `range` is used
-  std::vector<std::unique_ptr<Network>> slots;     // the activations of micro-batches in flight
+  Buffer params, grad_sum, micro_grads;              // [kNumParameters]; only `range` is used
+  std::vector<std::unique_ptr<Network>> slots;       // the activations of micro-batches in flight
   std::vector<Buffer> activations_in, gradients_in;  // mailboxes, one per micro-batch
   std::vector<std::unique_ptr<Event>> forward_done, backward_done;  // per micro-batch
 };
 
 std::size_t output_bytes(int layer, int micro_batch) {
-  return sizeof(float) * static_cast<std::size_t>(micro_batch) * Network::layer_output_floats(layer);
+  return sizeof(float) * static_cast<std::size_t>(micro_batch) *
+         Network::layer_output_floats(layer);
 }
 
 std::string joined(const std::vector<double>& values, int decimals) {
@@ -70,13 +71,15 @@ std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSche
                                                const CifarPipelineFlags& flags, bool probe,
                                                bool skip_waits) {
   if (schedule == PipelineSchedule::kInterleaved) {
-    throw UsageError("--model cifar runs gpipe or 1f1b: interleaved chunks of the real model "
-                     "are not written yet; use --model synthetic for interleaved");
+    throw UsageError(
+        "--model cifar runs gpipe or 1f1b: interleaved chunks of the real model "
+        "are not written yet; use --model synthetic for interleaved");
   }
   for (const char* flag : {"--kernel-ms", "--backward-ratio", "--probe", "--skip-waits"}) {
     if (app.get_option(flag)->count() > 0 || (probe && std::string(flag) == "--probe") ||
         (skip_waits && std::string(flag) == "--skip-waits")) {
-      throw UsageError(std::string(flag) + " belongs to --model synthetic; the real model's "
+      throw UsageError(std::string(flag) +
+                       " belongs to --model synthetic; the real model's "
                        "stages cost what their layers cost");
     }
   }
@@ -124,21 +127,28 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     stage.micro_grads = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
     stage.stream->copy(stage.params.data(), initial.data(), param_bytes);
     const int slots = peak_stashed_activations(schedules[s]);
-    for (int i = 0; i < slots; ++i) stage.slots.push_back(std::make_unique<Network>(*stage.device, b));
+    for (int i = 0; i < slots; ++i) {
+      stage.slots.push_back(std::make_unique<Network>(*stage.device, b));
+    }
     for (int mb = 0; mb < m; ++mb) {
-      if (s > 0) stage.activations_in.push_back(
-            stage.device->allocate(output_bytes(split[s].first - 1, b), MemoryCategory::kCommunication));
-      if (s + 1 < p) stage.gradients_in.push_back(
+      if (s > 0) {  // mailboxes on this stage's device, written by its neighbours
+        stage.activations_in.push_back(stage.device->allocate(output_bytes(split[s].first - 1, b),
+                                                              MemoryCategory::kCommunication));
+      }
+      if (s + 1 < p) {
+        stage.gradients_in.push_back(
             stage.device->allocate(output_bytes(split[s].last, b), MemoryCategory::kCommunication));
+      }
       stage.forward_done.push_back(stage.device->create_wait_event());
       stage.backward_done.push_back(stage.device->create_wait_event());
     }
   }
   for (auto& stage : stages) stage.stream->synchronize();
-  std::printf("the CIFAR-10 model in %d stage(s) on %d %s device(s), %d micro-batch(es) of %d "
-              "image(s), schedule %s, --split %s\n", p, runtime.device_count(),
-              std::string(to_string(runtime.backend())).c_str(), m, b, to_string(schedule).c_str(),
-              p > 1 ? split_flag(split).c_str() : "(none)");
+  std::printf(
+      "the CIFAR-10 model in %d stage(s) on %d %s device(s), %d micro-batch(es) of %d "
+      "image(s), schedule %s, --split %s\n",
+      p, runtime.device_count(), std::string(to_string(runtime.backend())).c_str(), m, b,
+      to_string(schedule).c_str(), p > 1 ? split_flag(split).c_str() : "(none)");
   for (int s = 0; s < p; ++s) {
     std::printf("stage %d: %-28s %8zu parameters, %d activation slot(s): %s\n", s,
                 stage_name(split[s]).c_str(), stages[s].range.count,
@@ -233,7 +243,8 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
                                    stage.params.as<float>() + stage.range.offset);
     }
     for (auto& stage : stages) stage.stream->synchronize();
-    step_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    step_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     // The loss: cross-entropy only. The weight-decay term reads local3's and local4's
     // weights, which the last stage does not own (its copy of them is never updated).
     cross_entropy = 0;
@@ -251,12 +262,15 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   }
 
   // The slowest stage sets the pace: no step is shorter than its busy time.
-  const int slowest = static_cast<int>(std::max_element(busy_ms.begin(), busy_ms.end()) - busy_ms.begin());
+  const int slowest =
+      static_cast<int>(std::max_element(busy_ms.begin(), busy_ms.end()) - busy_ms.begin());
   std::printf("\nper step, from the trace: ");
-  for (int s = 0; s < p; ++s) std::printf("stage %d busy %.1f ms%s", s, busy_ms[s], s + 1 < p ? ", " : "");
-  std::printf("\nthe slowest stage, %d (%s), was busy %.0f%% of the step (%.1f ms): it sets the pace\n",
-              slowest, stage_name(split[slowest]).c_str(), 100.0 * busy_ms[slowest] / window_ms,
-              window_ms);
+  for (int s = 0; s < p; ++s) {
+    std::printf("stage %d busy %.1f ms%s", s, busy_ms[s], s + 1 < p ? ", " : "");
+  }
+  std::printf(
+      "\nthe slowest stage, %d (%s), was busy %.0f%% of the step (%.1f ms): it sets the pace\n",
+      slowest, stage_name(split[slowest]).c_str(), 100.0 * busy_ms[slowest] / window_ms, window_ms);
   bool written = true;
   if (!flags.save_params.empty()) {
     written &= write_output([&] {
@@ -278,7 +292,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     });
   }
   std::string stage_layers;
-  for (const auto& stage : split) stage_layers += (stage_layers.empty() ? "" : ",") + stage_name(stage);
+  for (const auto& stage : split) {
+    stage_layers += (stage_layers.empty() ? "" : ",") + stage_name(stage);
+  }
   Summary()
       .add("backend", std::string(to_string(runtime.backend())))
       .add("devices", runtime.device_count())

@@ -32,7 +32,9 @@ void forward_backward_accumulated(Stream& stream, model::Network& network, const
 
 float mean_total_loss(const float* host_losses, int micro_batches) {
   double sum = 0;
-  for (int i = 0; i < micro_batches; ++i) sum += host_losses[i * model::kLossCount + model::kTotalLoss];
+  for (int i = 0; i < micro_batches; ++i) {
+    sum += host_losses[i * model::kLossCount + model::kTotalLoss];
+  }
   return static_cast<float>(sum / micro_batches);
 }
 

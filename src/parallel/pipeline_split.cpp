@@ -56,12 +56,23 @@ double layer_cost(int layer) {
   };
   double cost = 2.0 * model::Network::layer_output_floats(layer);  // elementwise, both ways
   switch (layer) {
-    case model::kConv1: cost += products("conv1/weights", 24 * 24, 2); break;
-    case model::kConv2: cost += products("conv2/weights", 12 * 12, 3); break;
-    case model::kLocal3: cost += products("local3/weights", 1, 3); break;
-    case model::kLocal4: cost += products("local4/weights", 1, 3); break;
-    case model::kSoftmaxLinear: cost += products("softmax_linear/weights", 1, 3); break;
-    default: break;
+    case model::kConv1:
+      cost += products("conv1/weights", 24 * 24, 2);
+      break;
+    case model::kConv2:
+      cost += products("conv2/weights", 12 * 12, 3);
+      break;
+    case model::kLocal3:
+      cost += products("local3/weights", 1, 3);
+      break;
+    case model::kLocal4:
+      cost += products("local4/weights", 1, 3);
+      break;
+    case model::kSoftmaxLinear:
+      cost += products("softmax_linear/weights", 1, 3);
+      break;
+    default:
+      break;
   }
   return cost;
 }
@@ -102,7 +113,8 @@ std::vector<StageLayers> parse_split(const std::string& text, int stages, std::s
     }
     const int layer = static_cast<int>(found - names.begin());
     if (!starts.empty() && layer <= starts.back()) {
-      problem = "--split " + text + ": the layers must be in forward order, each once "
+      problem = "--split " + text +
+                ": the layers must be in forward order, each once "
                 "(e.g. conv2,norm2,local3)";
       return {};
     }

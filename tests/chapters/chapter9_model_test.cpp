@@ -46,8 +46,8 @@ ProgramRun model_pipeline(const std::string& args) {
 TEST(Chapter9Model, StagesEndWithTheBitsOfOneDeviceAccumulatingTheSameMicroBatches) {
   const base::TempDir scratch("ch9-model");
   const auto one = scratch.path() / "one-device.params";
-  const ProgramRun reference =
-      run("01_single_gpu", kSteps + "--host-threads 1 --accumulate 4 --save-params " + one.string());
+  const ProgramRun reference = run(
+      "01_single_gpu", kSteps + "--host-threads 1 --accumulate 4 --save-params " + one.string());
   ASSERT_EQ(reference.exit_code, 0) << reference.output;
   const std::string expected = file_bytes(one);
   ASSERT_FALSE(expected.empty());
@@ -59,13 +59,16 @@ TEST(Chapter9Model, StagesEndWithTheBitsOfOneDeviceAccumulatingTheSameMicroBatch
                                           " --save-params " + file.string());
       ASSERT_EQ(r.exit_code, 0) << r.output;
       EXPECT_TRUE(file_bytes(file) == expected)
-          << schedule << " " << shape << ": the parameters differ from one device's\n" << r.output;
+          << schedule << " " << shape << ": the parameters differ from one device's\n"
+          << r.output;
     }
   }
   // The comparison can fail: two micro-batches of 4 sum in another order.
   const auto other = scratch.path() / "two-micro-batches.params";
-  const ProgramRun two = run("09_pipeline", kSteps + "--model cifar --micro-batches 2 --stages 2 "
-                                            "--save-params " + other.string());
+  const ProgramRun two = run("09_pipeline", kSteps +
+                                                "--model cifar --micro-batches 2 --stages 2 "
+                                                "--save-params " +
+                                                other.string());
   ASSERT_EQ(two.exit_code, 0) << two.output;
   EXPECT_FALSE(file_bytes(other) == expected) << "m = 2 cannot give m = 4's bits";
 }

@@ -58,8 +58,12 @@ TEST(PipelineSplit, ParsesLayerNamesInForwardOrderAndRefusesTheRest) {
   EXPECT_EQ(stage_name(split[2]), "norm2-pool2");
   EXPECT_EQ(stage_name(split[3]), "local3-softmax_linear");
   EXPECT_EQ(split_flag(split), "conv2,norm2,local3");
-  for (const auto& [text, stages] : std::vector<std::pair<std::string, int>>{
-           {"conv3", 2}, {"conv1", 2}, {"conv2", 3}, {"local3,conv2", 3}, {"conv2,conv2", 3}, {"", 2}}) {
+  for (const auto& [text, stages] : std::vector<std::pair<std::string, int>>{{"conv3", 2},
+                                                                             {"conv1", 2},
+                                                                             {"conv2", 3},
+                                                                             {"local3,conv2", 3},
+                                                                             {"conv2,conv2", 3},
+                                                                             {"", 2}}) {
     problem.clear();
     EXPECT_TRUE(parse_split(text, stages, problem).empty()) << text;
     EXPECT_FALSE(problem.empty()) << text;
@@ -70,7 +74,8 @@ TEST(PipelineSplit, AStagesVariablesAreTheRangeOfItsLayers) {
   EXPECT_EQ(stage_parameters({model::kPool1, model::kNorm1}).count, 0u);  // no variables
   const ParameterRange conv2 = stage_parameters({model::kConv2, model::kConv2});
   EXPECT_EQ(conv2.offset, model::parameter("conv2/weights").offset);
-  EXPECT_EQ(conv2.count, model::parameter("conv2/weights").count + model::parameter("conv2/biases").count);
+  EXPECT_EQ(conv2.count,
+            model::parameter("conv2/weights").count + model::parameter("conv2/biases").count);
   // Stages of any split tile the whole buffer.
   std::size_t next = 0;
   for (const auto& stage : default_split(4)) {
