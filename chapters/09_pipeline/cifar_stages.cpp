@@ -291,9 +291,12 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       write_trace_files(trace_files, all_events, "chapter 9: the CIFAR-10 model in stages");
     });
   }
-  std::string stage_layers;
+  std::string stage_layers, slots;
   for (const auto& stage : split) {
     stage_layers += (stage_layers.empty() ? "" : ",") + stage_name(stage);
+  }
+  for (const auto& stage : stages) {
+    slots += (slots.empty() ? "" : ",") + std::to_string(stage.slots.size());
   }
   Summary()
       .add("backend", std::string(to_string(runtime.backend())))
@@ -306,6 +309,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("steps", flags.steps)
       .add("split", p > 1 ? split_flag(split) : "none")
       .add("stage_layers", stage_layers)
+      .add("activation_slots", slots)
       .add("stage_busy_ms", joined(busy_ms, 1))
       .add("slowest_stage", slowest)
       .add("trace_ms", window_ms, 1)

@@ -58,6 +58,11 @@ TEST(Chapter9Model, StagesEndWithTheBitsOfOneDeviceAccumulatingTheSameMicroBatch
       const ProgramRun r = model_pipeline("--schedule " + schedule + " " + shape +
                                           " --save-params " + file.string());
       ASSERT_EQ(r.exit_code, 0) << r.output;
+      // Micro-batches in flight per stage: GPipe all m = 4, 1F1B p - s.
+      const bool four = shape.find("--stages 4") != std::string::npos;
+      EXPECT_EQ(r.last("activation_slots"), schedule == "gpipe" ? (four ? "4,4,4,4" : "4,4")
+                                                                 : (four ? "4,3,2,1" : "2,1"))
+          << r.output;
       EXPECT_TRUE(file_bytes(file) == expected)
           << schedule << " " << shape << ": the parameters differ from one device's\n"
           << r.output;
