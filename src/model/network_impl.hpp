@@ -38,6 +38,8 @@ struct Network::Impl {
   /// y[B, out] = x[B, in] w[in, out] + bias, then ReLU when `relu`.
   void dense_forward(Stream& s, const float* x, int in, const float* w, const float* bias,
                      int out, bool relu, float* y);
+  /// One layer's forward pass (Layer); conv1 reads `images`, the others the layer before.
+  void forward_layer(Stream& s, int layer, const float* params, const float* images);
   /// inference(): images -> logits, keeping every activation for the backward pass.
   void inference(Stream& s, const float* params, const float* images);
   /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`.
@@ -46,6 +48,16 @@ struct Network::Impl {
   /// Calls layer_done(k) (when set) once gradient_layers()[k]'s gradients are enqueued.
   void backward(Stream& s, const float* params, float* grads,
                 const LayerDone& layer_done = nullptr);
+  /// One layer's backward pass: reads its output's gradient from output_gradient(layer),
+  /// leaves its input's in output_gradient(layer - 1) (conv1: none). `layer_enqueued` is
+  /// called right after the last op writing a variable layer's gradients (chapter 6).
+  void backward_layer(Stream& s, int layer, const float* params, float* grads,
+                      const std::function<void()>& layer_enqueued);
+  /// The buffer holding the gradient of `layer`'s output during the backward pass: the
+  /// activation gradients alternate between grad_a and grad_b (network_backward.cpp).
+  Buffer& output_gradient(int layer);
+  /// The buffer holding `layer`'s output.
+  Buffer& layer_output(int layer);
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
   /// dw[in, out] = x^T dy, db[out] = dy^T ones. Then dx[rows, in] = dy w^T when dx is set.
