@@ -15,7 +15,11 @@
 namespace towers::model {
 
 /// The update rule: the tutorial's SGD, heavy-ball momentum, or Adam.
-enum class Optimizer { kSgd, kMomentum, kAdam };
+enum class Optimizer {
+  kSgd,       ///< w -= lr * g, the tutorial's; no state of its own
+  kMomentum,  ///< heavy-ball momentum: one velocity per parameter
+  kAdam,      ///< Adam: the gradient's first and second moments per parameter
+};
 
 /// Floats of the optimizer's own state per parameter: 0 (SGD), 1 (momentum's velocity),
 /// 2 (Adam's first and second moments). The moving averages are not counted here.
