@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
     // docs-begin: sharded-state
     // Who holds what. Parameters and gradients: whole, on every tower. Moving averages:
     // whole with --zero 0; with --zero 1 only the shard the tower owns after the
-    // reduce-scatter (halves->shard), 1/N of them.
+    // reduce-scatter (halves->shard), 1/N of them. --optimizer's own state (momentum's
+    // velocity, Adam's moments) covers the same range as the moving averages.
     std::vector<float*> params, grads, averages;
     std::vector<Stream*> streams;
     std::vector<Chunk> held;  // the range of the moving averages tower i keeps
