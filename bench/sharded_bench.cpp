@@ -71,6 +71,9 @@ std::string flag_number(double value) {
 
 double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 double mb(const SummaryMap& s, const std::string& key) { return number(s, key) / 1e6; }
+long long bytes(const SummaryMap& s, const std::string& key) {
+  return static_cast<long long>(number(s, key));
+}
 
 SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
   SummaryMap best;
@@ -124,7 +127,8 @@ int run(const BenchOptions& o) {
           const double model_bytes = number(s, "peak_parameters_bytes") +
                                      number(s, "peak_gradients_bytes") +
                                      number(s, "peak_optimizer_state_bytes");
-          std::printf("  %-8s  %4d  %2d  %5s  %8.1f  %8.1f  %8.2f  %8.2f  %8.2f  %8.2f  %8.2f  %4s\n",
+          std::printf("  %-8s  %4d  %2d  %5s  %8.1f  %8.1f  %8.2f  %8.2f  %8.2f  %8.2f  %8.2f"
+                      "  %4s\n",
                       optimizer.c_str(), stage, n, link > 0 ? flag_number(link).c_str() : "inf",
                       number(s, "step_ms"), number(s, "allreduce_ms"),
                       mb(s, "peak_optimizer_state_bytes"), model_bytes / 1e6,
@@ -137,11 +141,11 @@ int run(const BenchOptions& o) {
               .add("link_gbps", link, 3)
               .add("step_ms", number(s, "step_ms"), 2)
               .add("allreduce_ms", number(s, "allreduce_ms"), 3)
-              .add("peak_optimizer_state_bytes", static_cast<long long>(number(s, "peak_optimizer_state_bytes")))
+              .add("peak_optimizer_state_bytes", bytes(s, "peak_optimizer_state_bytes"))
               .add("peak_model_state_bytes", static_cast<long long>(model_bytes))
               .add("formula_total_bytes", number(s, "formula_total_bytes"), 1)
-              .add("peak_activations_bytes", static_cast<long long>(number(s, "peak_activations_bytes")))
-              .add("peak_total_bytes", static_cast<long long>(number(s, "peak_total_bytes")))
+              .add("peak_activations_bytes", bytes(s, "peak_activations_bytes"))
+              .add("peak_total_bytes", bytes(s, "peak_total_bytes"))
               .add("same", std::string(same ? "yes" : "no"))
               .print();
         }

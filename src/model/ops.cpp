@@ -101,7 +101,9 @@ void momentum_update(Stream& stream, int n, float learning_rate, float momentum,
   stream.launch(
       "momentum_update",
       [=] { host::momentum_update(n, learning_rate, momentum, grad, velocity, w); },
-      [=](const Ctx& c) { cuda::momentum_update(c, n, learning_rate, momentum, grad, velocity, w); });
+      [=](const Ctx& c) {
+        cuda::momentum_update(c, n, learning_rate, momentum, grad, velocity, w);
+      });
 }
 
 void adam_update(Stream& stream, int n, math::AdamScalars s, const float* grad, float* m,
