@@ -25,6 +25,7 @@
 #include "harness/tower_training.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
+#include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/tower_loss_batch.hpp"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   int zero = 1;
+  std::string optimizer_flag = "sgd";
   InputFlags input_flags;
   CheckFlags check_flags;
   TowerTraining::add_flags(app, flags, probe);
@@ -64,6 +66,10 @@ int main(int argc, char** argv) {
   app.add_option("--zero", zero,
                  "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything) or 1 "
                  "(moving averages sharded: each tower updates only its shard)")
+      ->capture_default_str();
+  app.add_option("--optimizer", optimizer_flag,
+                 "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
+                 "all keep the moving averages, and --zero 1 shards all of their state")
       ->capture_default_str();
 
   return run_program(app, argc, argv, [&] {
@@ -77,6 +83,7 @@ int main(int argc, char** argv) {
       throw UsageError("--zero " + std::to_string(zero) + " is not a ZeRO stage. Use --zero 0 "
                        "(no sharding) or --zero 1 (optimizer state sharded).");
     }
+    const Optimizer optimizer = parse_optimizer(optimizer_flag);
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
@@ -98,11 +105,14 @@ int main(int argc, char** argv) {
     // docs-begin: sharded-state
     // Who holds what. Parameters and gradients: whole, on every tower. Moving averages:
     // whole with --zero 0; with --zero 1 only the shard the tower owns after the
-    // reduce-scatter (halves->shard), 1/N of them.
+    // reduce-scatter (halves->shard), 1/N of them. --optimizer's own state (momentum's
+    // velocity, Adam's moments) covers the same range as the moving averages.
     std::vector<float*> params, grads, averages;
     std::vector<Stream*> streams;
     std::vector<Chunk> held;  // the range of the moving averages tower i keeps
     std::vector<Buffer> owned;
+    std::vector<OptimizerState> optimizers;  // --optimizer's own state for the same range
+    optimizers.reserve(num_gpus);
     for (int i = 0; i < num_gpus; ++i) {
       Tower& tower = *towers[i];
       held.push_back(zero == 0 ? Chunk{0, kAll} : halves->shard(kAll, i));
@@ -111,6 +121,7 @@ int main(int argc, char** argv) {
       owned.push_back(tower.device->allocate(held[i].size * sizeof(float),
                                              MemoryCategory::kOptimizerState));
       averages.push_back(owned.back().as<float>());
+      optimizers.emplace_back(optimizer, *tower.device, *tower.stream, held[i].size);
       grads.push_back(tower.grads.as<float>());
       streams.push_back(tower.stream.get());
       tower.stream->copy(params[i], training.initial_params(), kAll * sizeof(float), "copy params");
@@ -149,7 +160,7 @@ int main(int argc, char** argv) {
       if (zero == 0) {  // chapter 4: all-reduce, every tower updates its whole copy
         allreduce->average(grads, kAll, streams);
         for (int i = 0; i < num_gpus; ++i) {
-          apply_gradients(*streams[i], lr, grads[i], params[i]);
+          optimizers[i].apply(*streams[i], global_step, lr, grads[i], params[i]);
           update_moving_averages(*streams[i], decay, params[i], averages[i]);
         }
       } else {  // ZeRO-1: the update between the all-reduce's two halves
@@ -157,7 +168,8 @@ int main(int argc, char** argv) {
         for (int i = 0; i < num_gpus; ++i) {
           const Chunk mine = halves->shard(kAll, i);
           const int n = static_cast<int>(mine.size);
-          ops::sgd_update(*streams[i], n, lr, grads[i] + mine.offset, params[i] + mine.offset);
+          optimizers[i].apply(*streams[i], global_step, lr, grads[i] + mine.offset,
+                              params[i] + mine.offset);
           ops::ema_update(*streams[i], n, decay, params[i] + mine.offset, averages[i]);
         }
         halves->all_gather(params, kAll, streams);  // every tower gets every updated shard
@@ -170,13 +182,15 @@ int main(int argc, char** argv) {
     }
     Summary extra;
     extra.add("zero", zero)
+        .add("optimizer", optimizer_name(optimizer))
         .add("collectives", zero == 0 ? "allreduce" : "reduce_scatter+all_gather")
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
         .add("averages_hash", hash_of_averages(averages, held, streams))
         .append(report_memory(training.runtime(), static_cast<int>(training.replicas().size()),
                               num_gpus / static_cast<int>(training.replicas().size()), zero,
-                              ZeroSizes{static_cast<double>(kAll), num_gpus, 4, 4, 4}));
+                              ZeroSizes{static_cast<double>(kAll), num_gpus, 4, 4,
+                                        optimizer_state_bytes(optimizer)}));
     return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")",
                            zero == 0 ? "allreduce" : "reduce_scatter+all_gather", extra);
   });
