@@ -130,8 +130,11 @@ TEST(AverageGradients, RejectsTowersThatDisagreeOnTheVariables) {
   expect_invalid_argument([&] { average_gradients(renamed_pair); },
                           "towers 2 and 3 (of 4) whose first variable has another name",
                           "compare with tower 0, not with the tower before");
+  // The short gradient is a buffer of exactly its size (pop_back would keep the capacity):
+  // a read one past its end is then outside the allocation, where AddressSanitizer sees it.
   auto shorter = grads.towers;
-  shorter[3][3].grad.pop_back();
+  const std::vector<float>& full = grads.towers[3][3].grad;
+  shorter[3][3].grad = std::vector<float>(full.begin(), full.end() - 1);
   expect_invalid_argument([&] { average_gradients(shorter); },
                           "tower 3 (of 4) whose local3/weights gradient is one element short",
                           "compare every gradient's size with tower 0's");
