@@ -2,6 +2,11 @@
 // Grader of exercise 02: average_gradients() on the host. Each test is one point.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -100,8 +105,45 @@ TEST(AverageGradients, LeavesTheTowersGradientsUnchanged) {
 }
 
 TEST(AverageGradients, RejectsAnEmptyListOfTowers) {
-  expect_invalid_argument([] { average_gradients({}); }, "an empty list of towers",
-                          "there is nothing to average: throw std::invalid_argument");
+  // Called in a child process: code that reads tower_grads[0] of no towers crashes, and the
+  // crash is then this test's failure line (with its hint), not the end of the grader. The
+  // child's exit status says what happened; _Exit skips exit handlers (a leak check).
+  enum Outcome { kInvalidArgument = 10, kOtherException, kReturned, kUnfinished };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0) << "fork failed";
+  if (child == 0) {
+    int outcome = kReturned;
+    try {
+      average_gradients({});
+    } catch (const std::invalid_argument&) {
+      outcome = kInvalidArgument;
+    } catch (const NotImplemented&) {
+      outcome = kUnfinished;
+    } catch (...) {
+      outcome = kOtherException;
+    }
+    std::_Exit(outcome);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child) << "waitpid failed";
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == kInvalidArgument) return;
+  const std::string expected = "expected std::invalid_argument for an empty list of towers, got ";
+  if (code == kOtherException) {
+    ADD_FAILURE() << expected << "another exception type; hint: throw std::invalid_argument "
+                  << "(a wrong argument), the type the interface promises and callers catch";
+  } else if (code == kReturned) {
+    ADD_FAILURE() << expected << "a normal return; hint: there is nothing to average: throw "
+                  << "std::invalid_argument when tower_grads is empty";
+  } else if (code == kUnfinished) {
+    ADD_FAILURE() << expected << "an unfinished TODO; hint: finish average_gradients()";
+  } else {
+    ADD_FAILURE() << expected << "a crash ("
+                  << (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                          : "exit status " + std::to_string(code))
+                  << "); hint: check tower_grads.empty() before anything reads "
+                  << "tower_grads[0], and throw std::invalid_argument";
+  }
 }
 
 TEST(AverageGradients, RejectsTowersThatDisagreeOnTheVariables) {
@@ -130,8 +172,11 @@ TEST(AverageGradients, RejectsTowersThatDisagreeOnTheVariables) {
   expect_invalid_argument([&] { average_gradients(renamed_pair); },
                           "towers 2 and 3 (of 4) whose first variable has another name",
                           "compare with tower 0, not with the tower before");
+  // The short gradient is a buffer of exactly its size (pop_back would keep the capacity):
+  // a read one past its end is then outside the allocation, where AddressSanitizer sees it.
   auto shorter = grads.towers;
-  shorter[3][3].grad.pop_back();
+  const std::vector<float>& full = grads.towers[3][3].grad;
+  shorter[3][3].grad = std::vector<float>(full.begin(), full.end() - 1);
   expect_invalid_argument([&] { average_gradients(shorter); },
                           "tower 3 (of 4) whose local3/weights gradient is one element short",
                           "compare every gradient's size with tower 0's");

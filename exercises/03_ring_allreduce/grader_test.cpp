@@ -14,6 +14,19 @@ namespace {
 
 int wrap(int index, int n) { return ((index % n) + n) % n; }
 
+// The hint for a transfer that differs from the schedule, by what differs first: the
+// neighbour, then add-or-copy (which phase), then the chunk.
+std::string transfer_hint(bool from_right, bool reduce_right, bool expected_reduce) {
+  if (!from_right) return "the ring runs one way: tower r receives from r-1 (wrapping around)";
+  if (!reduce_right) {
+    return expected_reduce ? "the first N-1 steps (the reduce-scatter) add the received chunk in"
+                           : "after N-1 reduce-scatter steps the all-gather copies the received "
+                             "chunk (no more adding), for N-1 steps";
+  }
+  return "at step s tower r receives chunk r-1-s in the reduce-scatter and r-s in the "
+         "all-gather (mod N); see the schedule in ring_allreduce.hpp";
+}
+
 // 1003 = 17 * 59: not divisible by any tower count from 2 to 8, so chunks differ in size.
 constexpr std::size_t kCount = 1003;
 
@@ -53,7 +66,7 @@ class RingChecker {
                   std::to_string(wrap(t.to - 1, n_)) + " to tower " + std::to_string(t.to) +
                   (reduce ? ", added" : ", copied") + ", got chunk " + std::to_string(t.chunk) +
                   " from tower " + std::to_string(t.from) + (t.reduce ? ", added" : ", copied"),
-                  "the ring runs one way, r-1 -> r; see the schedule in ring_allreduce.hpp");
+                  transfer_hint(t.from == wrap(t.to - 1, n_), t.reduce == reduce, reduce));
     }
     if (!reduce && !scaled_) scale_owned_chunks();
     const Chunk c = ring_chunk(count_, n_, chunk);
@@ -70,8 +83,12 @@ class RingChecker {
       if (ring.buffers[t.to][j] != model_[t.to][j]) {
         return fail(describe(ring, i, g, t.to, j, reduce ? "the partial sum it just received"
                                                          : "the mean it just received"),
-                    "move the chunk's data, then report it: the grader reads the receiver's "
-                    "chunk at every report (average nowhere else, report nothing early)");
+                    reduce ? "move the chunk's data, then report it: the grader reads the "
+                             "receiver's chunk at every report (average nowhere else, report "
+                             "nothing early)"
+                           : "a mean arrives only from a chunk already scaled: after the "
+                             "reduce-scatter, tower r scales the chunk r+1 it owns by 1/N (that "
+                             "chunk only), and each transfer moves its data before the report");
       }
     }
     if ((i + 1) % n_ == 0) {  // the end of a step: every buffer, every element
@@ -234,7 +251,7 @@ TEST(RingAllReduce, SendsEachChunkOnlyToTheRightNeighbour) {
           << chunk << " from tower " << wrap(t.to - 1, towers) << " to tower " << t.to
           << (reduce ? " and add it in" : " and copy it") << ", got chunk " << t.chunk << " from "
           << t.from << (t.reduce ? " added" : " copied")
-          << "; hint: the ring runs one way, r-1 -> r; see the schedule in ring_allreduce.hpp";
+          << "; hint: " << transfer_hint(t.from == wrap(t.to - 1, towers), t.reduce == reduce, reduce);
     }
   }
 }

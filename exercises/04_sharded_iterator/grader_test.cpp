@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -40,8 +41,10 @@ std::chrono::seconds watchdog_limit() {
 // hint names what most likely blocks in that test.
 class Watchdog {
  public:
-  Watchdog(std::string what, std::string hint = "a wait with no wake-up: notify after every "
-                                                "push and pop, and when the producer fails")
+  Watchdog(std::string what, std::string hint = "a wait with no wake-up (notify after every "
+                                                "push and pop, and when the producer fails), "
+                                                "or a producer that never pushes (it pushes "
+                                                "while fewer than K steps are queued)")
       : thread_([this, what = std::move(what), hint = std::move(hint)] {
           const std::chrono::seconds limit = watchdog_limit();
           std::unique_lock<std::mutex> lock(mutex_);
@@ -366,7 +369,22 @@ struct CorruptRecord {
   int step;
 };
 
+// While a test runs: an exception that leaves the producer thread ends the process through
+// std::terminate; this handler first prints the failure line with its hint.
+[[noreturn]] void producer_let_an_exception_escape() {
+  std::fprintf(stderr, "FAILED: expected the producer to catch prepare()'s exception, got "
+                       "std::terminate (an exception left the producer thread); hint: catch "
+                       "(...) in the producer, not only std::exception: prepare() may throw "
+                       "any type\n");
+  std::abort();
+}
+struct TerminateHint {
+  std::terminate_handler previous = std::set_terminate(producer_let_an_exception_escape);
+  ~TerminateHint() { std::set_terminate(previous); }
+};
+
 TEST(ShardedIterator, NextRethrowsTheProducersException) {
+  const TerminateHint terminate_hint;
   Watchdog watchdog("next() to return or throw after the producer failed",
                     "when the producer fails, store std::current_exception() under the lock "
                     "and notify the consumer's condition variable before the thread returns");
@@ -386,7 +404,14 @@ TEST(ShardedIterator, NextRethrowsTheProducersException) {
          "5 s; hint: start the producer in the constructor, prepare every step it makes";
   std::this_thread::sleep_for(20ms);  // the producer stores the error and stops
   for (int s = 0; s < 3; ++s) {
-    Step step = it.next();
+    Step step;
+    try {
+      step = it.next();
+    } catch (...) {
+      FAIL() << "expected step " << s << " (made before the failure), got the producer's "
+             << "exception; hint: next() returns the queued steps first, and rethrows the "
+             << "error only once the queue is empty";
+    }
     ASSERT_EQ(step.index, s) << "expected step " << s << " (made before the failure), got step "
                              << step.index << "; hint: return the queued steps before the error";
   }

@@ -254,5 +254,48 @@ TEST(MaxPoolBackward, RoutesTheGradientToTheRecordedArgmax) {
                    "add dy[o] exactly when argmax[o] == i; do not look at the input values");
 }
 
+TEST(MaxPoolBackward, ReadsOnlyTheOutputsWhoseWindowsCoverTheInput) {
+  // A gather visits the (at most) 2 x 2 outputs whose windows cover input i: constant work
+  // per element. Scanning every output for argmax[o] == i gives the same dx on a consistent
+  // argmax but costs a pass over the whole output per element (quadratic; on a GPU, every
+  // thread reads all of dy). So here, for each i, every output whose window does NOT cover
+  // i claims i as its argmax and holds kGuardGradient: only a visit outside the 2 x 2 sees it.
+  const math::Nhwc in{2, 6, 8, 2};
+  const math::Nhwc out = math::max_pool_output_shape(in);
+  Pooled p = forward(random_x(static_cast<int>(in.size()), 6), in);
+  const std::vector<float> dy = random_dy(static_cast<int>(out.size()), 7);
+  const std::vector<float> want = reference_dx(dy, p.argmax, in);
+  const int pad_y = math::pool_pad_before(in.height), pad_x = math::pool_pad_before(in.width);
+  for (int i = 0; i < in.size(); ++i) {
+    const int c = i % in.channels, ix = (i / in.channels) % in.width;
+    const int iy = (i / (in.channels * in.width)) % in.height;
+    const int n = i / (in.channels * in.width * in.height);
+    std::vector<float> far_dy = dy;
+    std::vector<int> far_argmax = p.argmax;
+    for (int o = 0; o < out.size(); ++o) {
+      const int oc = o % out.channels, ox = (o / out.channels) % out.width;
+      const int oy = (o / (out.channels * out.width)) % out.height;
+      const int on = o / (out.channels * out.width * out.height);
+      const int dy_rows = iy + pad_y - oy * 2, dx_cols = ix + pad_x - ox * 2;
+      const bool covers = on == n && oc == c && dy_rows >= 0 && dy_rows < 3 && dx_cols >= 0 &&
+                          dx_cols < 3;
+      if (!covers) {
+        far_dy[o] = kGuardGradient;
+        far_argmax[o] = i;
+      }
+    }
+    const float got = graded_input_grad(i, far_dy.data(), far_argmax.data(), in);
+    ASSERT_EQ(got, want[i])
+        << "expected dx[" << i << "] (n=" << n << ", y=" << iy << ", x=" << ix << ", c=" << c
+        << ") of input " << describe(in) << " to be " << want[i] << ", got " << got
+        << (std::abs(got) >= kGuardGradient / 2
+                ? "; hint: dx[i] includes dy[o] of an output whose window does not cover the "
+                  "input: visit only the outputs around it (oy from py / 2 - 1 to py / 2, ox "
+                  "likewise, each inside the output grid), not every output"
+                : "; hint: add dy[o] exactly when argmax[o] == i, over the outputs whose "
+                  "window covers the input");
+  }
+}
+
 }  // namespace
 }  // namespace towers::exercises

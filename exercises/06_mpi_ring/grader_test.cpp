@@ -86,19 +86,23 @@ void expect_ring_result(const Job& job, std::size_t count, double exact_toleranc
         << job.output;
     EXPECT_EQ(line.error, "none") << job.output;
     EXPECT_EQ(line.mismatches, 0)
-        << "rank " << line.rank << ": elements differ from chapter 4's ring\n" << job.output;
+        << "rank " << line.rank << ": elements differ from chapter 4's ring; hint: add each "
+        << "received chunk into chunk r-1-s, scale only the chunk r+1 you own by the float "
+        << "1.0f / n (a multiplication), and gather each chunk into its own place\n" << job.output;
     EXPECT_LE(line.exact_error, exact_tolerance) << "rank " << line.rank << "\n" << job.output;
     const int n = line.size, r = line.rank;
     const bool ring = n > 1 && count > 0;
     const long long total = static_cast<long long>(count) * 4;
     EXPECT_EQ(line.sendrecv, ring ? 2 * (n - 1) : 0)
-        << "rank " << r << " of " << n << ": expected 2(n-1) MPI_Sendrecv calls\n" << job.output;
+        << "rank " << r << " of " << n << ": expected 2(n-1) MPI_Sendrecv calls; hint: one per "
+        << "step of each half, n-1 steps each, also for empty chunks\n" << job.output;
     EXPECT_EQ(line.reduce_scatter_bytes, ring ? total - 4 * chunk_size(count, n, r + 1) : 0)
         << "rank " << r << " of " << n << ": expected the reduce-scatter to send every chunk "
-        << "but chunk r+1, once\n" << job.output;
+        << "but chunk r+1, once; hint: at step s send chunk r-s, only that chunk\n" << job.output;
     EXPECT_EQ(line.all_gather_bytes, ring ? total - 4 * chunk_size(count, n, r + 2) : 0)
         << "rank " << r << " of " << n << ": expected the all-gather to send every chunk but "
-        << "chunk r+2, once\n" << job.output;
+        << "chunk r+2, once; hint: at step t send chunk r+1-t (the one you own first), only "
+        << "that chunk\n" << job.output;
   }
 }
 
