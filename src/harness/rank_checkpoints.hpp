@@ -41,6 +41,8 @@ struct RankCheckpointFlags {
 /// and --eval, with chapter 1's texts.
 void add_rank_checkpoint_flags(CLI::App& app, RankCheckpointFlags& flags);
 
+/// The checkpoints of a job of ranks, settled by rank 0 before step 0 (see above).
+/// Introduced in chapter 5.
 class RankCheckpoints {
  public:
   /// A collective, before the run's TowerTraining is made: rank 0 settles and locks the

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -180,6 +181,23 @@ TEST(ExitStatus, AFullDiskIsStatusOneNotAUsageError) {
   auto r = run("00_streams", "--backend host --devices 2 --kernel-ms 1 --trace /dev/full");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r, "No space left on device")) << r.output;
+}
+
+// --- Out of memory ---------------------------------------------------------------------
+
+// std::bad_alloc (the host's allocator gave up: a std::vector, a new) says only
+// "std::bad_alloc"; every program's runner turns it into what ran out and what to do,
+// exit status 1 (a failure during the run, not a mistake in the command line).
+TEST(OutOfMemory, AHostBadAllocSaysWhatRanOutAndWhatToDo) {
+  CLI::App app{"test"};
+  char name[] = "program";
+  char* argv[] = {name, nullptr};
+  ::testing::internal::CaptureStderr();
+  const int status = run_program(app, 1, argv, []() -> int { throw std::bad_alloc(); });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(said.find("error: out of host memory (std::bad_alloc)"), std::string::npos) << said;
+  EXPECT_NE(said.find("smaller --batch-size"), std::string::npos) << said;
 }
 
 // --- Free space in the checkpoint folder -----------------------------------------------
