@@ -9,13 +9,10 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <optional>
 
-#include "data/iterator_plan.hpp"
-#include "harness/checkpoint_dir.hpp"
-#include "harness/divergence.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
+#include "harness/rank_checkpoints.hpp"
 #include "harness/rank_placement.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
@@ -24,7 +21,6 @@
 #include "mpi/fault_injection.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
-#include "mpi/rank_state.hpp"
 #include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
@@ -43,7 +39,7 @@ int main(int argc, char** argv) {
   InputFlags input_flags;
   CheckFlags check_flags;
   FaultFlags fault_flags;
-  CheckpointFlags checkpoint_flags;
+  RankCheckpointFlags checkpoint_flags;
   double collective_timeout_s = 30;
   add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
   app.add_option("--save-params", flags.save_params,
@@ -55,7 +51,7 @@ int main(int argc, char** argv) {
   app.add_option("--collective-timeout", collective_timeout_s,
                  "seconds any one collective may wait for the other ranks before the job ends")
       ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"));
-  add_checkpoint_flags(app, checkpoint_flags);
+  add_rank_checkpoint_flags(app, checkpoint_flags);
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
@@ -69,15 +65,12 @@ int main(int argc, char** argv) {
                        "scripts/two-hosts up --rate 500mbit, then scripts/two-hosts run -- "
                        "build/bin/05_ranks ...");
     }
-    // Rank 0 alone settles --checkpoint-dir and reads the checkpoint to resume (the other
-    // ranks may be on machines that do not see the folder); a refusal there ends every
-    // rank before step 0, with rank 0's message. The resumed state is then every rank's.
-    std::unique_ptr<CheckpointDir> checkpoints;  // rank 0's
-    settle_on_rank_zero(job, [&] { checkpoints = std::make_unique<CheckpointDir>(checkpoint_flags); });
-    std::optional<model::TrainingState> resumed;
-    if (checkpoints) resumed = checkpoints->resumed();
-    broadcast_state(job, resumed);
-    const std::int64_t first_step = resumed ? resumed->global_step : 0;
+    // Rank 0 alone settles --checkpoint-dir (and --eval's test set) and reads the
+    // checkpoint to resume; a refusal there ends every rank before step 0, with rank 0's
+    // message. The resumed state is then every rank's.
+    const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
+    const std::int64_t first_step = checkpoints.first_step();
+    flags.eval = checkpoints.evaluate_here();
     // docs-begin: rank-device
     // One tower per process: tower index = rank (so it reads the rank's shard), on a
     // device of its own: GPU (local rank), the only one the process is shown
@@ -94,20 +87,7 @@ int main(int argc, char** argv) {
                 tower.device->index());
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    // Every rank's iterator restarts at the global batch the checkpoint's input stood at.
-    std::int64_t first_batch = 0;
-    if (resumed) {
-      std::printf("resumed from %s at step %lld\n", checkpoints ? checkpoints->resumed_from().c_str() : "",
-                  static_cast<long long>(first_step));
-      if (resumed->input) {
-        first_batch = data::steps_before(*resumed->input, training.train_set().size(), num_gpus,
-                                         training.batch_size(), flags.seed);
-      } else {
-        std::printf("note: the checkpoint (format 1) has no input position: the input starts "
-                    "again at epoch 0\n");
-      }
-      training.set_first_global_step(first_step);
-    }
+    const std::int64_t first_batch = checkpoints.resume_input(training, num_gpus);
     TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
                        first_batch);
     auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
@@ -116,17 +96,18 @@ int main(int argc, char** argv) {
     // or the resumed checkpoint's.
     Buffer params = tower.device->allocate(param_bytes);
     Buffer averages = tower.device->allocate(param_bytes);
-    tower.stream->copy(params.data(), resumed ? resumed->params.data() : training.initial_params(),
-                       param_bytes, "copy params");
-    tower.stream->copy(averages.data(),
-                       resumed ? resumed->moving_averages.data() : training.initial_params(),
-                       param_bytes, "copy params");
+    const float* start = checkpoints.resumed_params();
+    tower.stream->copy(params.data(), start ? start : training.initial_params(), param_bytes,
+                       "copy params");
+    start = checkpoints.resumed_averages();
+    tower.stream->copy(averages.data(), start ? start : training.initial_params(), param_bytes,
+                       "copy params");
     float* grads = tower.grads.as<float>();
     training.runtime().synchronize();
-    training.read_params_with([&](float* out) {
-      tower.stream->copy(out, params.data(), param_bytes);
-      tower.stream->synchronize();
-    });
+    Stream& stream = *tower.stream;
+    training.read_params_with(  // parameters, then moving averages (--eval), to the host
+        [&](float* out) { stream.copy(out, params.data(), param_bytes); stream.synchronize(); },
+        [&](float* out) { stream.copy(out, averages.data(), param_bytes); stream.synchronize(); });
     RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
@@ -173,32 +154,10 @@ int main(int argc, char** argv) {
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
       }
       stop = stop_here != 0;
-      // CheckpointDir::due()'s rule, on every rank: every rank takes part in a save.
-      const bool last = run_step + 1 == flags.steps || stop;
-      if (!checkpoint_flags.dir.empty() &&
-          ((global_step + 1) % checkpoint_flags.every == 0 || last)) {
-        // docs-begin: rank-checkpoint
-        // The ranks' parameters are equal (RankParameterCheck), so rank 0's are the job's;
-        // the input position must cover every rank, so it is gathered (and checked equal).
-        const data::InputPosition input =
-            job_input_position(job, inputs[0].position(), watchdog, run_step);
-        if (job.rank() == 0) {
-          model::TrainingState state{.global_step = global_step + 1,
-                                     .params = std::vector<float>(kNumParameters),
-                                     .moving_averages = std::vector<float>(kNumParameters),
-                                     .input = input};
-          tower.stream->copy(state.params.data(), params.data(), param_bytes);
-          tower.stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
-          tower.stream->synchronize();
-          try {  // a failed save ends the job now: the others must not wait for rank 0
-            check_parameters(state.params.data(), global_step);
-            std::printf("saved %s\n", checkpoints->save(state).string().c_str());
-          } catch (const std::exception& e) {
-            job.abort(std::string("checkpoint of step ") + std::to_string(global_step + 1) +
-                      " not saved: " + e.what());
-          }
-        }
-        // docs-end: rank-checkpoint
+      // Every rank takes part in a save: rank 0 writes what every rank's input adds up to.
+      if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
+        checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,
+                         averages);
       }
     }
     training.print_timeline("chapter 5: ranks");

@@ -4,8 +4,8 @@
 // gradients become final; each bucket's all-reduce between the ranks (MPI_Allreduce or the
 // ring over MPI_Sendrecv, as in chapter 5) runs on the rank's communication stream, its own
 // thread, as soon as its event fires, while the backward pass goes on with earlier layers.
-// This is how DDP and Horovod train. --overlap off is chapter 5's step. Checkpoints and
-// --resume are chapter 5's alone (06_overlap_ranks has neither flag).
+// This is how DDP and Horovod train. --overlap off is chapter 5's step. Checkpoints,
+// --resume and --eval are chapter 5's (harness/rank_checkpoints.hpp): rank 0 saves.
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -13,6 +13,7 @@
 #include "harness/overlap_trace.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
+#include "harness/rank_checkpoints.hpp"
 #include "harness/rank_placement.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   CheckFlags check_flags;
   FaultFlags fault_flags;
   OverlapFlags overlap_flags;
+  RankCheckpointFlags checkpoint_flags;
   double collective_timeout_s = 30;
   add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
   app.add_option("--save-params", flags.save_params,
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--collective-timeout", collective_timeout_s,
                  "seconds any one collective may wait for the other ranks before the job ends")
       ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"));
+  add_rank_checkpoint_flags(app, checkpoint_flags);
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
@@ -63,6 +66,10 @@ int main(int argc, char** argv) {
                        "these ranks talk over MPI on a real link. Leave them out; to slow it, "
                        "run the ranks on two machines: scripts/two-hosts up --rate 500mbit.");
     }
+    // As chapter 5: rank 0 settles the checkpoint folder; every rank resumes its state.
+    const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
+    const std::int64_t first_step = checkpoints.first_step();
+    flags.eval = checkpoints.evaluate_here();
     // One tower per process, as chapter 5: tower index = rank, one device per rank.
     place_one_tower_per_rank(flags, job.rank(), job.local_rank());
     flags.trace_files.process_label = "rank";
@@ -71,7 +78,9 @@ int main(int argc, char** argv) {
     Tower& tower = *training.towers()[0];
     const int num_gpus = job.size();
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
+    const std::int64_t first_batch = checkpoints.resume_input(training, num_gpus);
+    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
+                       first_batch);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
@@ -80,8 +89,12 @@ int main(int argc, char** argv) {
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Buffer params = tower.device->allocate(param_bytes);
     Buffer averages = tower.device->allocate(param_bytes);
-    tower.stream->copy(params.data(), training.initial_params(), param_bytes, "copy params");
-    tower.stream->copy(averages.data(), training.initial_params(), param_bytes, "copy params");
+    const float* start = checkpoints.resumed_params();  // from --seed, or the checkpoint's
+    tower.stream->copy(params.data(), start ? start : training.initial_params(), param_bytes,
+                       "copy params");
+    start = checkpoints.resumed_averages();
+    tower.stream->copy(averages.data(), start ? start : training.initial_params(), param_bytes,
+                       "copy params");
     float* grads = tower.grads.as<float>();
     // Chapter 6's additions, for this rank's one tower: the communication stream (its own
     // worker: the MPI calls run there), an event per layer, one for "every bucket averaged".
@@ -93,10 +106,10 @@ int main(int argc, char** argv) {
     }
     std::unique_ptr<Event> reduced = tower.device->create_wait_event();
     training.runtime().synchronize();
-    training.read_params_with([&](float* out) {
-      tower.stream->copy(out, params.data(), param_bytes);
-      tower.stream->synchronize();
-    });
+    Stream& stream = *tower.stream;
+    training.read_params_with(  // parameters, then moving averages (--eval), to the host
+        [&](float* out) { stream.copy(out, params.data(), param_bytes); stream.synchronize(); },
+        [&](float* out) { stream.copy(out, averages.data(), param_bytes); stream.synchronize(); });
     RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     OverlapTrace overlap;
@@ -111,9 +124,10 @@ int main(int argc, char** argv) {
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     bool stop = false;
-    for (int global_step = 0; global_step < flags.steps && !stop; ++global_step) {
-      StepScope step = training.step(global_step);
-      maybe_fail(fault_flags, job, global_step);  // test hook; nothing unless --fail-rank
+    for (int run_step = 0; run_step < flags.steps && !stop; ++run_step) {
+      const std::int64_t global_step = first_step + run_step;  // since --seed, resumes too
+      StepScope step = training.step(run_step);
+      maybe_fail(fault_flags, job, run_step);  // test hook; nothing unless --fail-rank
       const data::Batch batch = inputs[0].next();
       tower.stream->wait(*batch.ready);
       // docs-begin: rank-buckets
@@ -124,12 +138,12 @@ int main(int argc, char** argv) {
       if (overlap_flags.overlap) {
         for (const Bucket& bucket : buckets) {  // in the order the backward pass ends them
           comm->wait(*layer_ready[bucket.last_layer]);
-          allreduce->average(grads + bucket.offset, bucket.count, *comm, global_step);
+          allreduce->average(grads + bucket.offset, bucket.count, *comm, run_step);
         }
         comm->record(*reduced);
         tower.stream->wait(*reduced);  // the optimizer reads every bucket's mean
       } else {
-        allreduce->average(grads, kNumParameters, *tower.stream, global_step);  // chapter 5
+        allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // chapter 5
       }
       // docs-end: rank-buckets
       apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
@@ -142,17 +156,21 @@ int main(int argc, char** argv) {
       training.runtime().synchronize();
       float loss = tower.losses.as<float>()[kTotalLoss];  // the last rank's, as chapter 5
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", global_step);
+        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", run_step);
         MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
       }
       step.end(loss);
-      check.after_step(global_step, params.as<float>());
+      check.after_step(run_step, params.as<float>());
       int stop_here = training.stop_requested() ? 1 : 0;  // every rank stops after one step
       {
-        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", global_step);
+        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", run_step);
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
       }
       stop = stop_here != 0;
+      if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
+        checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,
+                         averages);
+      }
     }
     training.print_timeline("chapter 6: overlap across ranks");
     Summary extra;
@@ -163,7 +181,8 @@ int main(int argc, char** argv) {
         .add("overlap_comm", overlap.overlap_comm(), 3)
         .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
         .add("param_checks", check.checks())
-        .add("ranks", job.size());
+        .add("ranks", job.size())
+        .add("global_step", static_cast<long long>(first_step + training.steps_run()));
     return training.write_outputs_and_summary("allreduce", extra);
   });
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <sstream>
 
 #include "cli/output_paths.hpp"
@@ -190,9 +191,16 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", error_text(e).c_str());
     return 1;
   }
+}
+
+std::string error_text(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) == nullptr) return e.what();
+  return "out of host memory (std::bad_alloc): this machine could not give the program the "
+         "memory it asked for. Use a smaller --batch-size or fewer towers (--towers, "
+         "--devices), or stop other programs that hold memory.";
 }
 
 }  // namespace towers

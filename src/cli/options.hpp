@@ -11,6 +11,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -82,6 +83,11 @@ void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& e
 /// the status to exit with: 0 after printing `--help`, 2 after a flag error, which is
 /// printed ("error: ..." and how to see every flag) when `report_errors`.
 std::optional<int> parse_flags(CLI::App& app, int argc, char** argv, bool report_errors = true);
+
+/// What "error: ..." says for `e`: its what(), except for std::bad_alloc (the host's
+/// allocator gave up: std::vector, new), whose what() says only "std::bad_alloc", and which
+/// gets what ran out and what to do.
+std::string error_text(const std::exception& e);
 
 /// Parses the command line and runs `body`, returning the process exit status:
 /// `--help` prints every flag with its default and returns 0; a flag error or a

@@ -2,9 +2,11 @@
 #include "cli/output_paths.hpp"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 
@@ -85,6 +87,34 @@ void prepare_output_folder(const fs::path& path, const std::string& flag) {
            "Choose a folder you can write to.");
   }
   probe_writable(path, flag, path);
+}
+
+std::uintmax_t free_bytes(const std::filesystem::path& folder, const std::string& flag) {
+  struct statvfs fs {};
+  if (::statvfs(folder.c_str(), &fs) != 0) {
+    throw UsageError(flag + " " + folder.string() + ": cannot ask how much space is free (" +
+                     std::strerror(errno) + ")");
+  }
+  return static_cast<std::uintmax_t>(fs.f_bavail) * fs.f_frsize;  // f_bavail: not root's reserve
+}
+
+namespace {
+// "8553172 bytes (8.2 MiB)": exact for a script, readable for a person.
+std::string bytes_text(std::uintmax_t bytes) {
+  char mib[32];
+  std::snprintf(mib, sizeof mib, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return std::to_string(bytes) + " bytes (" + mib + ")";
+}
+}  // namespace
+
+void require_free_space(const std::filesystem::path& folder, std::uintmax_t needed,
+                        const std::string& what, const std::string& flag) {
+  const std::uintmax_t free = free_bytes(folder, flag);
+  if (free >= needed) return;
+  throw UsageError(flag + " " + folder.string() + " has " + bytes_text(free) + " free, but " +
+                   what + " needs " + bytes_text(needed) + ". Free space there or choose a "
+                   "folder on a larger disk; the run would otherwise fail at its first save, "
+                   "after the training it was meant to keep.");
 }
 
 }  // namespace towers

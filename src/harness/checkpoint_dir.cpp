@@ -72,6 +72,15 @@ CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir), ev
   for (const fs::path& stale : model::remove_stale_temporary_files(dir_)) {
     std::printf("removed %s, left by an interrupted save\n", stale.string().c_str());
   }
+  find_or_clear(flags);
+  // Last, after --overwrite freed what it deleted: room for one more save, now rather
+  // than at the first save, after the training it was meant to keep.
+  require_free_space(dir_, model::checkpoint_file_size(), "one checkpoint", "--checkpoint-dir");
+}
+
+void CheckpointDir::find_or_clear(const CheckpointFlags& flags) {
+  const bool resume = flags.resume || flags.resume_if_present;
+  std::error_code error;
   const std::optional<fs::path> latest = model::latest_checkpoint(dir_);
   if (resume) {
     if (!latest) {

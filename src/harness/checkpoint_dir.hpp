@@ -14,7 +14,10 @@
 //     run would overwrite same-step files and leave older ones that --resume would mix
 //     up with the new run; --overwrite deletes them (saying so) and starts afresh.
 // So within one folder the checkpoint with the highest step is always the newest save.
-// save() refuses non-finite values (a diverged model) and writes atomically.
+//   - last, refuses a folder whose disk cannot hold one more checkpoint (statvfs), naming
+//     the bytes needed and free, before the training the checkpoints are meant to keep.
+// save() refuses non-finite values (a diverged model) and writes atomically: a save that
+// fails (a disk filled during the run) leaves every earlier checkpoint as it was.
 // Used from one host thread. Introduced in chapter 1.
 #pragma once
 
@@ -67,6 +70,10 @@ class CheckpointDir {
   std::filesystem::path save(const model::TrainingState& state) const;
 
  private:
+  /// With --resume: loads the newest checkpoint (or none, --resume-if-present); without:
+  /// refuses a folder holding checkpoints, or with --overwrite deletes them.
+  void find_or_clear(const CheckpointFlags& flags);
+
   std::filesystem::path dir_;
   std::unique_ptr<FolderLock> lock_;  // held from the folder's checks to the end of the run
   std::int64_t every_ = 1000;

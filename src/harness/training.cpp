@@ -29,7 +29,8 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers) {
   app.add_option("--steps", flags.steps, "training steps")->capture_default_str()
       ->check(whole_number(0, 100000000));
   app.add_option("--batch-size", flags.layout.batch_size,
-                 "images per tower per step (at most " + std::to_string(model::kMaxBatchSize) + ")")
+                 "images per tower per step (at most " + std::to_string(model::kMaxBatchSize) +
+                 "; the tutorial's is 128, the default keeps a first run on 2 cores short)")
       ->capture_default_str()->check(whole_number(1, model::kMaxBatchSize));
   app.add_option("--log-every", flags.log_every, "print the tutorial's log line every N steps")
       ->capture_default_str()->check(whole_number(1, 100000000));

@@ -152,6 +152,28 @@ std::string shape_text(const std::vector<int>& shape) {
   return text + "]";
 }
 
+// Everything of a checkpoint file before its floats: magic, version, step, layout, input.
+std::string checkpoint_header(const TrainingState& state) {
+  std::string bytes(kMagic, sizeof kMagic);
+  put(bytes, kCheckpointFormatVersion, 4);
+  put(bytes, static_cast<std::uint64_t>(state.global_step), 8);
+  put(bytes, kNumParameters, 8);
+  put(bytes, parameter_layout().size(), 4);
+  for (const ParameterView& view : parameter_layout()) {
+    put(bytes, view.name.size(), 4);
+    bytes += view.name;
+    put(bytes, view.shape.size(), 4);
+    for (int d : view.shape) put(bytes, static_cast<std::uint32_t>(d), 4);
+  }
+  put(bytes, state.input ? 1 : 0, 4);
+  if (const auto& in = state.input) {
+    for (std::uint64_t v : {in->seed, in->examples, in->global_batch, in->epoch, in->position}) {
+      put(bytes, v, 8);
+    }
+  }
+  return bytes;
+}
+
 }  // namespace
 
 fs::path save_checkpoint(const fs::path& dir, const TrainingState& state) {
@@ -177,29 +199,20 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
                        "; a diverged model is never saved");
     }
   }
-  std::string bytes(kMagic, sizeof kMagic);
-  put(bytes, kCheckpointFormatVersion, 4);
-  put(bytes, static_cast<std::uint64_t>(state.global_step), 8);
-  put(bytes, kNumParameters, 8);
-  put(bytes, parameter_layout().size(), 4);
-  for (const ParameterView& view : parameter_layout()) {
-    put(bytes, view.name.size(), 4);
-    bytes += view.name;
-    put(bytes, view.shape.size(), 4);
-    for (int d : view.shape) put(bytes, static_cast<std::uint32_t>(d), 4);
-  }
-  put(bytes, state.input ? 1 : 0, 4);
-  if (const auto& in = state.input) {
-    for (std::uint64_t v : {in->seed, in->examples, in->global_batch, in->epoch, in->position}) {
-      put(bytes, v, 8);
-    }
-  }
+  std::string bytes = checkpoint_header(state);
   put_floats(bytes, state.params);
   put_floats(bytes, state.moving_averages);
   put(bytes, checkpoint_checksum(bytes), 8);
 
   write_file_atomically(file, bytes);
   return file;
+}
+
+std::uintmax_t checkpoint_file_size() {
+  TrainingState with_input;
+  with_input.input = data::InputPosition{};
+  return checkpoint_header(with_input).size() + 2 * sizeof(float) * kNumParameters +
+         sizeof(std::uint64_t) /* checksum */;
 }
 
 std::string checkpoint_name(std::int64_t global_step) {

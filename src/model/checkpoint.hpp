@@ -55,6 +55,11 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const Tr
 std::filesystem::path save_checkpoint_file(const std::filesystem::path& file,
                                            const TrainingState& state);
 
+/// The size in bytes of the file save_checkpoint() writes (with an input position): the
+/// free space a checkpoint folder needs for one more save (its temporary file, which the
+/// rename then turns into the checkpoint).
+std::uintmax_t checkpoint_file_size();
+
 /// Writes `bytes` to `file` atomically and durably, as save_checkpoint_file() does;
 /// throws WriteError naming the file, the failed step and the system's reason.
 void write_file_atomically(const std::filesystem::path& file, const std::string& bytes);

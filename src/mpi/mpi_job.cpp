@@ -60,7 +60,7 @@ int run_rank_program(CLI::App& app, int argc, char** argv,
       if (job.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
       return 2;
     } catch (const std::exception& e) {
-      job.abort(e.what());
+      job.abort(error_text(e));
     }
   } catch (const std::exception& e) {  // MPI itself failed to start or to finish
     std::fprintf(stderr, "towers: error: %s\n", e.what());

@@ -43,7 +43,7 @@ class Device {
   /// `category` until the Buffer is freed. Throws std::bad_alloc-like towers::OutOfMemory
   /// when the device is full. Not virtual: every backend's memory is counted the same way.
   Buffer allocate(std::size_t bytes, MemoryCategory category = MemoryCategory::kOther) {
-    Buffer memory = allocate_memory(bytes);
+    Buffer memory = allocate_memory(bytes, category);
     memory_.add(category, bytes);
     return std::move(memory).then_on_free([this, category, bytes] { memory_.remove(category, bytes); });
   }
@@ -62,15 +62,17 @@ class Device {
 
  protected:
   /// The backend's allocation (cudaMalloc, or the host backend's counted malloc), freed
-  /// by the returned Buffer; allocate() adds the ledger around it.
-  virtual Buffer allocate_memory(std::size_t bytes) = 0;
+  /// by the returned Buffer; allocate() adds the ledger around it. `category` only names
+  /// what is being allocated in an OutOfMemory (out_of_memory_message).
+  virtual Buffer allocate_memory(std::size_t bytes, MemoryCategory category) = 0;
 
  private:
   MemoryLedger memory_;
 };
 
-/// Thrown when a device has no room for an allocation; the message names the device,
-/// the size asked for and what to reduce.
+/// Thrown when a device has no room for an allocation; the message
+/// (out_of_memory_message) names the device, the bytes and ledger category asked for,
+/// the room there was and what to reduce.
 class OutOfMemory : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -2,6 +2,7 @@
 #include "runtime/memory_ledger.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
 namespace towers {
@@ -16,6 +17,20 @@ std::string_view category_name(MemoryCategory category) {
     case MemoryCategory::kOther: return "other";
   }
   throw std::invalid_argument("category_name: not a MemoryCategory");
+}
+
+std::string mib_text(std::size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+std::string out_of_memory_message(const std::string& device, std::size_t bytes,
+                                  MemoryCategory category, const std::string& room) {
+  return "out of memory on " + device + " allocating " + std::to_string(bytes) + " bytes (" +
+         mib_text(bytes) + ") of " + std::string(category_name(category)) + ": " + room +
+         ". Use a smaller --batch-size (the activations grow with it) or fewer towers per "
+         "device (--towers-per-device, --towers).";
 }
 
 void MemoryLedger::add(MemoryCategory category, std::size_t bytes) {

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 namespace towers {
@@ -34,6 +35,15 @@ inline constexpr int kMemoryCategoryCount = 6;
 /// "parameters", "gradients", "optimizer_state", "activations", "communication", "other":
 /// the names summary lines use.
 std::string_view category_name(MemoryCategory category);
+
+/// The message of an OutOfMemory: which device, what was being allocated (`bytes` of the
+/// ledger's `category`), the room there was (`room`: "12.0 MiB free of 64.0 MiB", or why
+/// none), and what to do: a smaller --batch-size (activations grow with it) or fewer
+/// towers per device.
+std::string out_of_memory_message(const std::string& device, std::size_t bytes,
+                                  MemoryCategory category, const std::string& room);
+/// "12.3 MiB": bytes as a person reads them in a memory message.
+std::string mib_text(std::size_t bytes);
 
 /// Current and peak bytes of one device, per category and in total.
 class MemoryLedger {

@@ -293,23 +293,6 @@ TEST(Ranks, EightStepsEqualFourPlusResumeFourByteForByte) {
       << "model.ckpt-8 differs after the resume";
 }
 
-// The pids of the 05_ranks processes whose command line contains `word` (a path unique to
-// one test), read from /proc: mpiexec starts them, so the test has no other way to name them.
-std::vector<pid_t> rank_pids(const std::string& word) {
-  std::vector<pid_t> pids;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    const std::string program = cmdline.substr(0, cmdline.find('\0'));
-    if (program.ends_with("/05_ranks") && cmdline.find(word) != std::string::npos) {
-      pids.push_back(static_cast<pid_t>(std::stol(name)));
-    }
-  }
-  return pids;
-}
-
 // A scheduler ending a job, or a user, may signal one rank alone. That rank finishes its
 // step; the ranks agree (MPI_Allreduce of the stop flag) to stop after the same step, save
 // a checkpoint of it and exit; --resume then continues as if nothing had happened: N steps
@@ -319,7 +302,7 @@ TEST(Ranks, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
   const std::string flags = resume_flags(dir.path(), "stopped");
   const std::string command = ranks_command(2, flags + "--steps 100000", 90);
   auto stopped = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
-    const std::vector<pid_t> ranks = rank_pids((dir.path() / "stopped").string());
+    const std::vector<pid_t> ranks = testing::rank_pids("05_ranks", (dir.path() / "stopped").string());
     EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
     if (!ranks.empty()) ::kill(ranks.back(), SIGTERM);  // one rank, whichever it is
   });

@@ -3,7 +3,8 @@
 // each rank's buckets are all-reduced between the ranks on its communication stream while
 // the backward pass goes on, and the parameters are those of one-process chapter 6 and of
 // chapter 5, bit for bit; a killed rank ends the job naming it; the flags of the simulated
-// link are refused.
+// link are refused; a job killed with SIGKILL and resumed ends byte for byte where an
+// uninterrupted one ends, and --eval reports precision @ 1 once.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,7 +12,12 @@
 #include <iterator>
 #include <string>
 
+#include <signal.h>
+
+#include "../data/temp_dir.hpp"
 #include "base/process.hpp"
+#include "exact_resume.hpp"
+#include "model/checkpoint.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -31,12 +37,15 @@ std::string file_bytes(const std::filesystem::path& file) {
 }
 
 // mpiexec -n `ranks` `program` `args`, bounded so that a hang fails instead of stalling.
+std::string overlap_ranks_command(int ranks, const std::string& args,
+                                  const std::string& program = "06_overlap_ranks") {
+  return "timeout -k 10 90 " TOWERS_MPIEXEC " --allow-run-as-root --oversubscribe -n " +
+         std::to_string(ranks) + " " TOWERS_BIN_DIR "/" + program + " " + args;
+}
 testing::ProgramRun run_overlap_ranks(int ranks, const std::string& args,
                                       const std::string& program = "06_overlap_ranks") {
   testing::ProgramRun result;
-  auto ran = base::run_command("timeout -k 10 90 " TOWERS_MPIEXEC
-                               " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
-                               " " TOWERS_BIN_DIR "/" + program + " " + args + " 2>&1");
+  auto ran = base::run_command(overlap_ranks_command(ranks, args, program) + " 2>&1");
   result.exit_code = ran.exit_code;
   result.output = std::move(ran.output);
   result.summaries = parse_summaries(result.output);
@@ -103,6 +112,80 @@ TEST(OverlapRanks, TheSimulatedLinksFlagsAreRefused) {
   auto r = run_overlap_ranks(2, kSmallRanks + "--steps 1 --link-gbps 1");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("scripts/two-hosts up --rate"), std::string::npos) << r.output;
+}
+
+// Ten steps in one go, and ten again saving every step but with every rank SIGKILLed once
+// rank 0 has logged step 3 (so model.ckpt-3 is complete), then resumed: the last
+// checkpoint (parameters, moving averages, input position) and --save-params are equal
+// byte for byte. On the tiny set an epoch is 3 steps of 2 ranks x 4, so the run crosses
+// epochs and the kill lands mid-epoch; the resumed job's iterators must start at the
+// global batch where the killed one stood, each rank on its own shard.
+TEST(OverlapRanks, KillNineAndResumeContinuesByteForByte) {
+  namespace fs = std::filesystem;
+  constexpr int kSteps = 10;
+  data::testing::TempDir dir;
+  testing::tiny_set(dir.path());  // the files; its flags are for one process of 2 devices
+  const std::string flags = "--backend host --batch-size 4 --log-every 1 --bucket-mb 1 --data-dir " +
+                            dir.path().string() + " ";
+  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
+  auto a = run_overlap_ranks(2, flags + "--steps 10 --checkpoint-dir " + straight.string() +
+                                    " --save-params " + (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+
+  const std::string command = overlap_ranks_command(
+      2, flags + "--steps 10 --checkpoint-every 1 --checkpoint-dir " + killed.string());
+  std::size_t ranks_killed = 0;
+  auto b1 = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 3,", [&](pid_t) {
+    for (pid_t rank : testing::rank_pids("06_overlap_ranks", killed.string())) {
+      ranks_killed += ::kill(rank, SIGKILL) == 0 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(ranks_killed, 2u) << b1.output;
+  ASSERT_NE(b1.exit_code, 0) << "not killed:\n" << b1.output;
+  EXPECT_TRUE(b1.summaries.empty()) << b1.output;
+  const auto latest = model::latest_checkpoint(killed);
+  ASSERT_TRUE(latest.has_value()) << b1.output;
+  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
+  ASSERT_GE(reached, 3) << b1.output;
+  ASSERT_LT(reached, kSteps) << b1.output;
+
+  auto b2 = run_overlap_ranks(2, flags + "--steps " + std::to_string(kSteps - reached) +
+                                     " --resume --checkpoint-dir " + killed.string() +
+                                     " --save-params " + (dir.path() / "b.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
+  EXPECT_EQ(a.last("global_step"), std::to_string(kSteps)) << a.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  const std::string name = model::checkpoint_name(kSteps);
+  const std::string expected = testing::bytes_of(straight / name);
+  ASSERT_FALSE(expected.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(expected == testing::bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
+  const std::string params = testing::bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  EXPECT_TRUE(params == testing::bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+}
+
+// --eval: rank 0 evaluates the moving averages once (one line, one summary key); a test
+// set rank 0 cannot read ends every rank before step 0 with one message.
+TEST(OverlapRanks, EvalPrintsPrecisionOnceAndAMissingTestSetIsRefusedBeforeStepZero) {
+  data::testing::TempDir dir;
+  testing::tiny_set(dir.path());
+  const std::string flags = "--backend host --batch-size 4 --steps 2 --data-dir " + dir.path().string() + " ";
+  auto r = run_overlap_ranks(2, flags + "--eval");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.last("precision_at_1").empty()) << r.output;
+  const auto first = r.output.find("precision @ 1 = ");
+  EXPECT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(first, r.output.rfind("precision @ 1 = ")) << "one rank evaluates\n" << r.output;
+
+  std::filesystem::remove(data::test_file(dir.path()));
+  auto refused = run_overlap_ranks(2, flags + "--eval");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_EQ(refused.output.find(": step 0,"), std::string::npos) << "refused after training\n"
+                                                                   << refused.output;
+  EXPECT_TRUE(refused.summaries.empty()) << refused.output;
 }
 
 }  // namespace

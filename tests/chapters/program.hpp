@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <thread>
@@ -145,6 +147,24 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
 
 /// A file `prefix-name` in a folder of this test process's own under the temp directory;
 /// the folder goes when the process exits.
+/// The pids of the processes of `program` (a file name in the build's bin folder) whose
+/// command line contains `word` (a path unique to one test), read from /proc: mpiexec
+/// starts the ranks, so a test has no other way to name them.
+inline std::vector<pid_t> rank_pids(const std::string& program, const std::string& word) {
+  std::vector<pid_t> pids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    const std::string cmdline{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    if (argv0.ends_with("/" + program) && cmdline.find(word) != std::string::npos) {
+      pids.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+  }
+  return pids;
+}
+
 inline std::filesystem::path temp_file(const std::string& prefix, const std::string& name) {
   static const base::TempDir dir("chapters");
   return dir.path() / (prefix + "-" + name);

@@ -10,8 +10,11 @@
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,6 +181,77 @@ TEST(ExitStatus, AFullDiskIsStatusOneNotAUsageError) {
   auto r = run("00_streams", "--backend host --devices 2 --kernel-ms 1 --trace /dev/full");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(has(r, "No space left on device")) << r.output;
+}
+
+// --- Out of memory ---------------------------------------------------------------------
+
+// std::bad_alloc (the host's allocator gave up: a std::vector, a new) says only
+// "std::bad_alloc"; every program's runner turns it into what ran out and what to do,
+// exit status 1 (a failure during the run, not a mistake in the command line).
+TEST(OutOfMemory, AHostBadAllocSaysWhatRanOutAndWhatToDo) {
+  CLI::App app{"test"};
+  char name[] = "program";
+  char* argv[] = {name, nullptr};
+  ::testing::internal::CaptureStderr();
+  const int status = run_program(app, 1, argv, []() -> int { throw std::bad_alloc(); });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(said.find("error: out of host memory (std::bad_alloc)"), std::string::npos) << said;
+  EXPECT_NE(said.find("smaller --batch-size"), std::string::npos) << said;
+}
+
+// --- Free space in the checkpoint folder -----------------------------------------------
+
+// Runs `commands` (sh) in a private mount namespace where `mount_point` is a fresh tmpfs
+// of `kib` KiB (unshare -rm: root of a new user namespace, so no privilege is needed
+// where user namespaces are allowed). Returns nullopt when tmpfs cannot be mounted here.
+std::optional<base::CommandResult> run_on_small_disk(const fs::path& mount_point, std::uintmax_t kib,
+                                                     const std::string& commands) {
+  const std::string mount = "mount -t tmpfs -o size=" + std::to_string(kib) + "k tmpfs " +
+                            mount_point.string();
+  if (base::run_command("unshare -rm sh -c '" + mount + "' 2>&1").exit_code != 0) return std::nullopt;
+  return base::run_command("unshare -rm sh -c '" + mount + " && " + commands + "' 2>&1");
+}
+
+// A folder whose disk cannot hold one checkpoint is refused before step 0 (exit status 2),
+// naming the folder and the bytes needed and free; a fresh 4 MiB disk holds no 8 MiB file.
+TEST(FreeSpace, ACheckpointFolderTooSmallForOneCheckpointIsRefusedBeforeStepZero) {
+  TempDir dir;
+  const fs::path disk = dir.path() / "disk";
+  fs::create_directories(disk);
+  const auto r = run_on_small_disk(disk, 4096,
+      TOWERS_BIN_DIR "/01_single_gpu --backend host --batch-size 4 --steps 3 --checkpoint-dir " +
+      (disk / "ck").string() + "; echo exit=$?");
+  if (!r) GTEST_SKIP() << "no tmpfs in a user namespace here (unshare -rm)";
+  EXPECT_NE(r->output.find("exit=2"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("--checkpoint-dir " + (disk / "ck").string() + " has "), std::string::npos)
+      << r->output;
+  EXPECT_NE(r->output.find("one checkpoint needs " + std::to_string(model::checkpoint_file_size()) +
+                           " bytes"), std::string::npos) << r->output;
+  EXPECT_EQ(r->output.find(": step 0,"), std::string::npos) << "trained first\n" << r->output;
+}
+
+// A disk that holds one checkpoint but not two: the second save fails mid-run (exit
+// status 1, "No space left on device"), and the first checkpoint is left whole and
+// loadable, with no temporary file beside it (the save writes a temporary, then renames).
+TEST(FreeSpace, ASaveThatFailsMidRunLeavesThePreviousCheckpointWhole) {
+  TempDir dir;
+  const fs::path disk = dir.path() / "disk", kept = dir.path() / "kept";
+  fs::create_directories(disk);
+  const std::uintmax_t kib = model::checkpoint_file_size() * 3 / 2 / 1024;
+  const auto r = run_on_small_disk(disk, kib,
+      TOWERS_BIN_DIR "/01_single_gpu --backend host --batch-size 4 --steps 3 --log-every 1 "
+      "--checkpoint-every 1 --checkpoint-dir " + (disk / "ck").string() + "; echo exit=$?; cp -r " +
+      (disk / "ck").string() + " " + kept.string());
+  if (!r) GTEST_SKIP() << "no tmpfs in a user namespace here (unshare -rm)";
+  EXPECT_NE(r->output.find("exit=1"), std::string::npos) << r->output;
+  EXPECT_NE(r->output.find("No space left on device"), std::string::npos) << r->output;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(kept)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"model.ckpt-1", "towers.lock"})) << r->output;
+  const model::TrainingState first = model::load_checkpoint(kept / "model.ckpt-1");
+  EXPECT_EQ(first.global_step, 1);
 }
 
 // --- The checkpoint folder's lock ------------------------------------------------------

@@ -85,6 +85,16 @@ TEST(Checkpoint, RoundTripRestoresEveryValue) {
       << "the temporary file is left behind";
 }
 
+// checkpoint_file_size() is what a checkpoint folder's free-space check asks for: it must
+// be the size save_checkpoint() writes, input position included.
+TEST(Checkpoint, FileSizeIsTheSizeOfASavedCheckpoint) {
+  TempDir dir;
+  TrainingState state = make_state(7);
+  state.input = data::InputPosition{.seed = 1, .examples = 30, .global_batch = 8, .epoch = 1, .position = 8};
+  const fs::path file = save_checkpoint(dir.path(), state);
+  EXPECT_EQ(fs::file_size(file), checkpoint_file_size());
+}
+
 TEST(Checkpoint, AFlippedByteIsDetected) {
   TempDir dir;
   const fs::path file = save_checkpoint(dir.path(), make_state(1));

@@ -54,17 +54,23 @@ TEST_P(Memory, FillZeroClearsExactlyTheRange) {
   }
 }
 
+// The message says what was being allocated (bytes and the ledger's category), on which
+// device, the room there was, and what to do.
 TEST(HostMemory, AllocationBeyondCapacityThrowsOutOfMemoryWithAHint) {
   Trace trace;
   HostDevice device(0, trace, 1 << 20);  // a 1 MiB simulated device
   Buffer fits = device.allocate(512 << 10);
   EXPECT_EQ(device.used_bytes(), std::size_t{512} << 10);
   try {
-    Buffer too_big = device.allocate(768 << 10);
+    Buffer too_big = device.allocate(768 << 10, MemoryCategory::kActivations);
     FAIL() << "allocating past capacity succeeded";
   } catch (const OutOfMemory& e) {
-    EXPECT_NE(std::string(e.what()).find("host:0"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("fewer towers"), std::string::npos) << e.what();
+    const std::string message = e.what();
+    for (const char* part : {"out of memory on host:0", "allocating 786432 bytes (0.8 MiB) of activations",
+                             "0.5 MiB free of the simulated 1.0 MiB", "--batch-size",
+                             "fewer towers per device (--towers-per-device, --towers)"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << "no \"" << part << "\" in: " << message;
+    }
   }
   EXPECT_EQ(device.used_bytes(), std::size_t{512} << 10) << "a failed allocation leaked";
   fits = Buffer();

@@ -96,7 +96,7 @@ std::unique_ptr<Event> CudaDevice::create_wait_event() {
   return std::make_unique<CudaEvent>(ordinal_, /*timing=*/false);
 }
 
-Buffer CudaDevice::allocate_memory(std::size_t bytes) {
+Buffer CudaDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
   refuse_if_capturing_cuda("Device::allocate on " + name_);
   CUDA_CHECK(cudaSetDevice(ordinal_));
   void* data = nullptr;
@@ -105,10 +105,10 @@ Buffer CudaDevice::allocate_memory(std::size_t bytes) {
     (void)cudaGetLastError();  // out of memory is not sticky: clear it and report ours
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    throw OutOfMemory("out of memory on " + name_ + ": asked for " + std::to_string(bytes >> 20) +
-                      " MiB with " + std::to_string(free_bytes >> 20) + " MiB free of " +
-                      std::to_string(total_bytes >> 20) +
-                      " MiB. Use fewer towers per device or a smaller batch size.");
+    throw OutOfMemory(out_of_memory_message(
+        name_ + " (cudaErrorMemoryAllocation)", bytes, category,
+        mib_text(free_bytes) + " free of " + mib_text(total_bytes) +
+            " (another process may hold some: nvidia-smi)"));
   }
   CUDA_CHECK(status);
   const int ordinal = ordinal_;

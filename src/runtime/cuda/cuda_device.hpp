@@ -51,7 +51,7 @@ class CudaDevice final : public Device {
   static constexpr std::size_t kKernelStampRecords = 1 << 15;
 
  protected:
-  Buffer allocate_memory(std::size_t bytes) override;
+  Buffer allocate_memory(std::size_t bytes, MemoryCategory category) override;
 
  private:
   void make_kernel_stamps();

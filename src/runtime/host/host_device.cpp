@@ -41,20 +41,20 @@ std::unique_ptr<Stream> HostDevice::create_stream() {
 
 std::unique_ptr<Event> HostDevice::create_event() { return std::make_unique<HostEvent>(); }
 
-Buffer HostDevice::allocate_memory(std::size_t bytes) {
+Buffer HostDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
   refuse_if_capturing("Device::allocate on " + name());
   if (used_.fetch_add(bytes) + bytes > capacity_) {
     used_.fetch_sub(bytes);
-    throw OutOfMemory("out of memory on " + name() + ": asked for " + std::to_string(bytes >> 20) +
-                      " MiB with " + std::to_string((capacity_ - std::min(capacity_, used_.load())) >> 20) +
-                      " MiB free of " + std::to_string(capacity_ >> 20) +
-                      " MiB. Use fewer towers per device or a smaller batch size.");
+    throw OutOfMemory(out_of_memory_message(
+        name(), bytes, category,
+        mib_text(capacity_ - std::min(capacity_, used_.load())) + " free of the simulated " +
+            mib_text(capacity_)));
   }
   void* data = aligned_bytes(bytes);
   if (data == nullptr) {
     used_.fetch_sub(bytes);
-    throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes for " +
-                      name() + ". Use fewer devices or a smaller batch size.");
+    throw OutOfMemory(out_of_memory_message(
+        name(), bytes, category, "the machine's own memory ran out (the allocation failed)"));
   }
   if (link_) link_->add(data, bytes, index_);  // so a stream can tell a peer copy
   return Buffer(data, bytes, [this, bytes](void* p) {
@@ -68,8 +68,9 @@ Buffer HostDevice::allocate_pinned(std::size_t bytes) {
   refuse_if_capturing("Device::allocate_pinned on " + name());
   void* data = aligned_bytes(bytes);
   if (data == nullptr) {
-    throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) +
-                      " bytes of pinned memory");
+    throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes (" +
+                      mib_text(bytes) + ") of pinned memory for " + name() +
+                      ". Use a smaller --batch-size or fewer towers (--towers, --devices).");
   }
   return Buffer(data, bytes, [](void* p) { std::free(p); });
 }

@@ -52,7 +52,7 @@ class HostDevice final : public Device {
   void unregister_stream(HostStream* stream);
 
  protected:
-  Buffer allocate_memory(std::size_t bytes) override;
+  Buffer allocate_memory(std::size_t bytes, MemoryCategory category) override;
 
  private:
   const int index_;

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// RankCheckpoints: chapter 1's --checkpoint-dir, --checkpoint-every, --resume,
+// --resume-if-present, --overwrite and --eval for a job of ranks, written once for the
+// programs started by mpirun (05_ranks and 06_overlap_ranks).
+//
+// Rank 0 alone owns the folder (mpi/rank_state.hpp says why). Before step 0 it settles
+// the folder and, with --eval, reads the test set, so that a refusal ends every rank with
+// rank 0's one message; the state it resumes from is then every rank's. At a due step
+// every rank gathers its input position to rank 0 (a collective), and rank 0 writes the
+// checkpoint; a save that fails ends the job at once, since the other ranks must not wait
+// for rank 0. The evaluation itself is TowerTraining's (its moving averages after the
+// last step): evaluate_here() says which rank sets TrainingFlags::eval.
+// Used from one host thread of every rank; the constructor, resume_input() and save()
+// are collectives or follow one, so every rank calls them in the same order.
+// Introduced in chapter 5.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/input_position.hpp"
+#include "harness/checkpoint_dir.hpp"
+#include "harness/tower_training.hpp"
+#include "model/checkpoint.hpp"
+#include "mpi/mpi_job.hpp"
+#include "mpi/watchdog.hpp"
+#include "parallel/tower.hpp"
+
+namespace towers {
+
+/// The checkpoint and evaluation flags of a program of ranks.
+struct RankCheckpointFlags {
+  CheckpointFlags checkpoints;  ///< --checkpoint-dir and friends, as chapter 1's
+  bool eval = false;            ///< --eval: rank 0 evaluates the moving averages at the end
+};
+
+/// Adds --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present, --overwrite
+/// and --eval, with chapter 1's texts.
+void add_rank_checkpoint_flags(CLI::App& app, RankCheckpointFlags& flags);
+
+/// The checkpoints of a job of ranks, settled by rank 0 before step 0 (see above).
+/// Introduced in chapter 5.
+class RankCheckpoints {
+ public:
+  /// A collective, before the run's TowerTraining is made: rank 0 settles and locks the
+  /// folder (CheckpointDir) and with --eval reads the test set from `data_dir`; then every
+  /// rank gets the state to resume from. Throws UsageError with rank 0's message on every
+  /// rank when rank 0 refused.
+  RankCheckpoints(const MpiJob& job, const RankCheckpointFlags& flags, const std::string& data_dir);
+  /// Releases rank 0's lock on the folder.
+  ~RankCheckpoints();
+
+  /// Whether this rank evaluates with --eval (rank 0: one line and one summary key for
+  /// the job; the ranks' moving averages are equal). Set TrainingFlags::eval from it.
+  bool evaluate_here() const { return eval_ && job_.rank() == 0; }
+  /// The global step the job starts at: 0, or the resumed checkpoint's.
+  std::int64_t first_step() const { return resumed_ ? resumed_->global_step : 0; }
+  /// The resumed parameters and moving averages (kNumParameters each), or null when the
+  /// job starts from --seed.
+  const float* resumed_params() const { return resumed_ ? resumed_->params.data() : nullptr; }
+  const float* resumed_averages() const { return resumed_ ? resumed_->moving_averages.data() : nullptr; }
+
+  /// Says where the job resumed from, has `training` count global steps from there, and
+  /// returns the global batch every rank's iterator starts at (data::steps_before of the
+  /// checkpoint's input position, for `ranks` towers of the run's batch): 0 for a fresh
+  /// start. Throws UsageError on every rank alike when the input cannot continue.
+  std::int64_t resume_input(TowerTraining& training, int ranks) const;
+
+  /// True when a checkpoint is due after `steps_taken` global steps (CheckpointDir::due's
+  /// rule), on every rank: every rank takes part in a save.
+  bool due(std::int64_t steps_taken, bool last) const {
+    return enabled_ && (steps_taken % every_ == 0 || last);
+  }
+  /// A collective at a due step: gathers the ranks' input positions (`mine`, each rank's
+  /// iterator's) under `watchdog` as the collective of `run_step`, and rank 0 writes
+  /// model.ckpt-`steps_taken` from its `params` and `averages` (device memory of `tower`,
+  /// kNumParameters floats each). A save that fails aborts the job with the reason.
+  void save(std::int64_t steps_taken, const data::InputPosition& mine, Watchdog& watchdog,
+            int run_step, Tower& tower, const Buffer& params, const Buffer& averages) const;
+
+ private:
+  const MpiJob& job_;
+  std::unique_ptr<CheckpointDir> dir_;  // rank 0's; null elsewhere
+  bool enabled_ = false;
+  bool eval_ = false;
+  std::int64_t every_ = 1000;
+  std::optional<model::TrainingState> resumed_;
+};
+
+}  // namespace towers
