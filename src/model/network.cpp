@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/gradient_layers.hpp"
 #include "model/network_impl.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
@@ -78,14 +79,32 @@ void Network::Impl::dense_forward(Stream& s, const float* x, int in, const float
   if (relu) ops::relu_forward(s, batch_size * out, y, y);
 }
 
-void Network::Impl::inference(Stream& s, const float* params, const float* images) {
-  auto p = [params](const char* name) { return params + parameter(name).offset; };
+const float* ParamSource::acquire(int layer) const {
+  if (layers_ != nullptr) return layers_->acquire(layer);
+  return flat_ + gradient_layers()[static_cast<std::size_t>(layer)].offset;
+}
+
+void ParamSource::release(int layer) const {
+  if (layers_ != nullptr) layers_->release(layer);
+}
+
+const float* variable(const float* layer_params, int layer, const char* name) {
+  return layer_params + (parameter(name).offset - gradient_layers()[static_cast<std::size_t>(layer)].offset);
+}
+
+void Network::Impl::inference(Stream& s, const ParamSource& params, const float* images) {
   const int b = batch_size;
   const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
-  // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes.
+  // With parameters by layer, the weight decay is summed here while local3 and local4 are
+  // held (ZeRO-3 drops them after use); it starts from zero before the first term.
+  if (params.by_layer()) ops::fill(s, 1, 0.0f, losses.as<float>() + kWeightDecay);
+  // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes. Each
+  // layer's parameters are acquired just before its ops and released after them.
   s.set_scope("conv1");
-  conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
-               conv1.as<float>());
+  const float* w = params.acquire(kConv1Layer);
+  conv_forward(s, images, in1, variable(w, kConv1Layer, "conv1/weights"),
+               variable(w, kConv1Layer, "conv1/biases"), 64, col1.as<float>(), conv1.as<float>());
+  params.release(kConv1Layer);
   // Block 1: pool, then normalize.
   s.set_scope("pool1");
   ops::max_pool_forward_fast(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
@@ -94,8 +113,10 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
                    norm1_scale.as<float>());
   s.set_scope("conv2");
-  conv_forward(s, norm1.as<float>(), in2, p("conv2/weights"), p("conv2/biases"), 64,
-               col2.as<float>(), conv2.as<float>());
+  w = params.acquire(kConv2Layer);
+  conv_forward(s, norm1.as<float>(), in2, variable(w, kConv2Layer, "conv2/weights"),
+               variable(w, kConv2Layer, "conv2/biases"), 64, col2.as<float>(), conv2.as<float>());
+  params.release(kConv2Layer);
   // Block 2: normalize, then pool.
   s.set_scope("norm2");
   ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
@@ -104,18 +125,41 @@ void Network::Impl::inference(Stream& s, const float* params, const float* image
   ops::max_pool_forward_fast(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
   // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
   s.set_scope("local3");
-  dense_forward(s, pool2.as<float>(), kFlat, p("local3/weights"), p("local3/biases"), 384, true,
-                local3.as<float>());
+  w = params.acquire(kLocal3Layer);
+  dense_forward(s, pool2.as<float>(), kFlat, variable(w, kLocal3Layer, "local3/weights"),
+                variable(w, kLocal3Layer, "local3/biases"), 384, true, local3.as<float>());
+  if (params.by_layer()) weight_decay_terms(s, kLocal3Layer, w);
+  params.release(kLocal3Layer);
   s.set_scope("local4");
-  dense_forward(s, local3.as<float>(), 384, p("local4/weights"), p("local4/biases"), 192, true,
-                local4.as<float>());
+  w = params.acquire(kLocal4Layer);
+  dense_forward(s, local3.as<float>(), 384, variable(w, kLocal4Layer, "local4/weights"),
+                variable(w, kLocal4Layer, "local4/biases"), 192, true, local4.as<float>());
+  if (params.by_layer()) weight_decay_terms(s, kLocal4Layer, w);
+  params.release(kLocal4Layer);
   s.set_scope("softmax_linear");
-  dense_forward(s, local4.as<float>(), 192, p("softmax_linear/weights"),
-                p("softmax_linear/biases"), data::kNumClasses, false, logits.as<float>());
+  w = params.acquire(kSoftmaxLayer);
+  dense_forward(s, local4.as<float>(), 192, variable(w, kSoftmaxLayer, "softmax_linear/weights"),
+                variable(w, kSoftmaxLayer, "softmax_linear/biases"), data::kNumClasses, false,
+                logits.as<float>());
+  params.release(kSoftmaxLayer);
   s.set_scope("");
 }
 
-void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
+void Network::Impl::weight_decay_terms(Stream& s, int layer, const float* layer_params) {
+  const GradientLayer& range = gradient_layers()[static_cast<std::size_t>(layer)];
+  float* l = losses.as<float>();
+  for (const ParameterView& view : parameter_layout()) {
+    if (view.weight_decay == 0.0f || view.offset < range.offset ||
+        view.offset >= range.offset + range.count) {
+      continue;
+    }
+    const float* w = layer_params + (view.offset - range.offset);
+    ops::dot(s, static_cast<int>(view.count), w, w, scratch.as<float>());
+    ops::axpy(s, 1, view.weight_decay / 2.0f, scratch.as<float>(), l + kWeightDecay);
+  }
+}
+
+void Network::Impl::loss(Stream& s, const ParamSource& params, const int* labels) {
   s.set_scope("loss");
   float* l = losses.as<float>();
   // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
@@ -124,13 +168,13 @@ void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
                              example_loss.as<float>(), dlogits.as<float>());
   ops::dot(s, batch_size, example_loss.as<float>(), ones.as<float>(), l + kCrossEntropy);
   ops::scal(s, 1, 1.0f / static_cast<float>(batch_size), l + kCrossEntropy);
-  // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss).
-  ops::fill(s, 1, 0.0f, l + kWeightDecay);
-  for (const ParameterView& view : parameter_layout()) {
-    if (view.weight_decay == 0.0f) continue;
-    const float* w = params + view.offset;
-    ops::dot(s, static_cast<int>(view.count), w, w, scratch.as<float>());
-    ops::axpy(s, 1, view.weight_decay / 2.0f, scratch.as<float>(), l + kWeightDecay);
+  // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss), in buffer
+  // order (layer by layer, inference() has summed it already, in the same order).
+  if (!params.by_layer()) {
+    ops::fill(s, 1, 0.0f, l + kWeightDecay);
+    for (int layer : {kConv1Layer, kConv2Layer, kLocal3Layer, kLocal4Layer, kSoftmaxLayer}) {
+      weight_decay_terms(s, layer, params.acquire(layer));
+    }
   }
   // total = cross-entropy + weight decay, left on the device.
   s.copy(l + kTotalLoss, l + kCrossEntropy, sizeof(float), "copy_loss");
@@ -157,26 +201,35 @@ int Network::batch_size() const { return impl_->batch_size; }
 
 void Network::forward(Stream& stream, const float* params, const float* images,
                       const int* labels) {
-  impl_->inference(stream, params, images);
-  impl_->loss(stream, params, labels);
+  const ParamSource flat(params);
+  impl_->inference(stream, flat, images);
+  impl_->loss(stream, flat, labels);
 }
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
                                const int* labels, float* grads) {
   forward(stream, params, images, labels);
-  impl_->backward(stream, params, grads);
+  impl_->backward(stream, ParamSource(params), grads);
 }
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
                                const int* labels, float* grads,
                                const LayerDone& layer_done) {
   forward(stream, params, images, labels);
-  impl_->backward(stream, params, grads, layer_done);
+  impl_->backward(stream, ParamSource(params), grads, layer_done);
+}
+
+void Network::forward_backward(Stream& stream, const LayerParams& params, const float* images,
+                               const int* labels, float* grads) {
+  const ParamSource by_layer(params);
+  impl_->inference(stream, by_layer, images);
+  impl_->loss(stream, by_layer, labels);
+  impl_->backward(stream, by_layer, grads);
 }
 
 void Network::predict(Stream& stream, const float* params, const float* images,
                       const int* labels) {
-  impl_->inference(stream, params, images);
+  impl_->inference(stream, ParamSource(params), images);
   ops::top1_correct(stream, impl_->batch_size, data::kNumClasses, impl_->logits.as<float>(),
                     labels, impl_->correct.as<float>());
   ops::dot(stream, impl_->batch_size, impl_->correct.as<float>(), impl_->ones.as<float>(),

@@ -27,16 +27,16 @@ void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const 
   if (dx != nullptr) ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
 }
 
-void Network::Impl::backward(Stream& s, const float* params, float* grads,
+void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
                              const LayerDone& layer_done) {
-  // A variable's values and its gradient, by TF name.
-  auto p = [params](const char* name) { return params + parameter(name).offset; };
+  // A variable's gradient, by TF name; its values are variable(w, layer, name) of the
+  // layer's parameters w, acquired just before the layer's ops and released after them.
   auto g = [grads](const char* name) { return grads + parameter(name).offset; };
 
   // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
-  auto add_weight_decay = [&](const char* name) {
+  auto add_weight_decay = [&](const float* w, int layer, const char* name) {
     const ParameterView& view = parameter(name);
-    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, variable(w, layer, name),
               grads + view.offset);
   };
   // Layer k of gradient_layers() is enqueued: the caller may let other streams start on
@@ -54,23 +54,29 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   // Ops are traced under the layer whose gradient they compute ("conv2 grad gemm").
   // softmax_linear: logits = local4 w + b, no ReLU.
   s.set_scope("softmax_linear grad");
-  linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(), p("softmax_linear/weights"),
-                  dlogits.as<float>(),
+  const float* w = params.acquire(kSoftmaxLayer);
+  linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(),
+                  variable(w, kSoftmaxLayer, "softmax_linear/weights"), dlogits.as<float>(),
                   g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
+  params.release(kSoftmaxLayer);
   layer_enqueued();  // softmax_linear
   // local4 = relu(local3 w + b)
   s.set_scope("local4 grad");
   ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
-  linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
-                  g("local4/weights"), g("local4/biases"), gb);
-  add_weight_decay("local4/weights");
+  w = params.acquire(kLocal4Layer);
+  linear_backward(s, b, 384, 192, local3.as<float>(), variable(w, kLocal4Layer, "local4/weights"),
+                  ga, g("local4/weights"), g("local4/biases"), gb);
+  add_weight_decay(w, kLocal4Layer, "local4/weights");
+  params.release(kLocal4Layer);
   layer_enqueued();  // local4
   // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
   s.set_scope("local3 grad");
   ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
-  linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
-                  g("local3/weights"), g("local3/biases"), ga);
-  add_weight_decay("local3/weights");
+  w = params.acquire(kLocal3Layer);
+  linear_backward(s, b, kFlat, 384, pool2.as<float>(), variable(w, kLocal3Layer, "local3/weights"),
+                  gb, g("local3/weights"), g("local3/biases"), ga);
+  add_weight_decay(w, kLocal3Layer, "local3/weights");
+  params.release(kLocal3Layer);
   layer_enqueued();  // local3
 
   // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
@@ -87,11 +93,13 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   // and col2im sums it into dnorm1: that product and col2im in one op, tile by tile
   // (ops_fast_host.hpp).
   const int columns2 = math::im2col_columns(kKernel, 64);
-  linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(),
-                  p("conv2/weights"), ga, g("conv2/weights"), g("conv2/biases"), nullptr);
+  w = params.acquire(kConv2Layer);
+  const float* w2 = variable(w, kConv2Layer, "conv2/weights");
+  linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(), w2, ga,
+                  g("conv2/weights"), g("conv2/biases"), nullptr);
   layer_enqueued();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
-  ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel, col2.as<float>(),
-                            gb);  // dnorm1
+  ops::conv_input_grad_fast(s, ga, 64, w2, shape2, kKernel, col2.as<float>(), gb);  // dnorm1
+  params.release(kConv2Layer);
 
   // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
   s.set_scope("norm1 grad");
@@ -102,9 +110,10 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   ops::max_pool_backward_fast(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
   s.set_scope("conv1 grad");
   ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
+  // conv1's weights are not read: no gradient is taken for the images (dx is null), so
+  // they are not acquired (ZeRO-3 need not gather them a second time).
   linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
-                  p("conv1/weights"), gb,
-                  g("conv1/weights"), g("conv1/biases"), nullptr);
+                  nullptr, gb, g("conv1/weights"), g("conv1/biases"), nullptr);
   layer_enqueued();  // conv1
   s.set_scope("");
 }

@@ -27,6 +27,34 @@ inline constexpr int kFlat = 6 * 6 * 64;
 /// norm1 and norm2: tf.nn.lrn(depth_radius=4, bias=1.0, alpha=0.001/9.0, beta=0.75).
 inline constexpr ops::LrnParams kLrn{};
 
+/// gradient_layers() indices of the five layers (softmax_linear's gradients are final first).
+enum Layer { kSoftmaxLayer = 0, kLocal4Layer = 1, kLocal3Layer = 2, kConv2Layer = 3, kConv1Layer = 4 };
+
+/// Where a pass reads the parameters: one flat buffer (every chapter), or layer by layer
+/// through Network::LayerParams (ZeRO-3). With the flat buffer acquire() is the layer's
+/// range of it and release() does nothing, so both ways enqueue the same ops.
+class ParamSource {
+ public:
+  /// Every layer inside `flat` [kNumParameters].
+  explicit ParamSource(const float* flat) : flat_(flat) {}
+  /// Each layer from `layers` (which must outlive this object).
+  explicit ParamSource(const Network::LayerParams& layers) : layers_(&layers) {}
+  /// Whether the layers come one by one (the loss's weight decay is then taken in the
+  /// forward pass, while its layers are held).
+  bool by_layer() const { return layers_ != nullptr; }
+  /// Layer `layer`'s parameters, laid out as in the flat buffer from the layer's offset.
+  const float* acquire(int layer) const;
+  /// No op reads layer `layer`'s parameters after this.
+  void release(int layer) const;
+
+ private:
+  const float* flat_ = nullptr;
+  const Network::LayerParams* layers_ = nullptr;
+};
+
+/// Variable `name` (of layer `layer`) inside that layer's parameters `layer_params`.
+const float* variable(const float* layer_params, int layer, const char* name);
+
 /// Buffers and layer helpers of one Network.
 struct Network::Impl {
   /// Allocates every buffer for `batch` images on `device` and fills `ones` (blocks).
@@ -39,12 +67,16 @@ struct Network::Impl {
   void dense_forward(Stream& s, const float* x, int in, const float* w, const float* bias,
                      int out, bool relu, float* y);
   /// inference(): images -> logits, keeping every activation for the backward pass.
-  void inference(Stream& s, const float* params, const float* images);
-  /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`.
-  void loss(Stream& s, const float* params, const int* labels);
+  void inference(Stream& s, const ParamSource& params, const float* images);
+  /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`. With
+  /// parameters by layer the weight decay was summed by inference() already.
+  void loss(Stream& s, const ParamSource& params, const int* labels);
+  /// Adds wd * sum(w^2) / 2 of each decayed variable of layer `layer` (parameters
+  /// `layer_params`) to losses[kWeightDecay], in buffer order.
+  void weight_decay_terms(Stream& s, int layer, const float* layer_params);
   /// Gradients of the total loss into grads[kNumParameters]; needs inference() and loss().
   /// Calls layer_done(k) (when set) once gradient_layers()[k]'s gradients are enqueued.
-  void backward(Stream& s, const float* params, float* grads,
+  void backward(Stream& s, const ParamSource& params, float* grads,
                 const LayerDone& layer_done = nullptr);
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
