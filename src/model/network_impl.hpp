@@ -28,7 +28,13 @@ inline constexpr int kFlat = 6 * 6 * 64;
 inline constexpr ops::LrnParams kLrn{};
 
 /// gradient_layers() indices of the five layers (softmax_linear's gradients are final first).
-enum Layer { kSoftmaxLayer = 0, kLocal4Layer = 1, kLocal3Layer = 2, kConv2Layer = 3, kConv1Layer = 4 };
+enum Layer {
+  kSoftmaxLayer = 0,  ///< softmax_linear
+  kLocal4Layer = 1,   ///< local4
+  kLocal3Layer = 2,   ///< local3
+  kConv2Layer = 3,    ///< conv2
+  kConv1Layer = 4,    ///< conv1
+};
 
 /// Where a pass reads the parameters: one flat buffer (every chapter), or layer by layer
 /// through Network::LayerParams (ZeRO-3). With the flat buffer acquire() is the layer's
