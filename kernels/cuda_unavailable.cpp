@@ -26,6 +26,13 @@ void relu_backward(const CudaLaunchContext&, Index, const float*, const float*, 
 void fill(const CudaLaunchContext&, Index, float, float*) { unavailable(); }
 void sgd_update(const CudaLaunchContext&, Index, float, const float*, float*) { unavailable(); }
 void ema_update(const CudaLaunchContext&, Index, float, const float*, float*) { unavailable(); }
+void momentum_update(const CudaLaunchContext&, Index, float, float, const float*, float*, float*) {
+  unavailable();
+}
+void adam_update(const CudaLaunchContext&, Index, math::AdamScalars, const float*, float*, float*,
+                 float*) {
+  unavailable();
+}
 void max_pool_forward(const CudaLaunchContext&, const float*, math::Nhwc, float*, int*) {
   unavailable();
 }

@@ -7,13 +7,16 @@
 #include <optional>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
+#include "base/usage_error.hpp"
 #include "cli/graceful_stop.hpp"
 #include "data/preprocess.hpp"
 #include "harness/checkpoint_dir.hpp"
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/input_queue.hpp"
+#include "harness/micro_batches.hpp"
 #include "harness/training.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -31,7 +34,15 @@ int main(int argc, char** argv) {
   int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   CheckpointFlags checkpoint_flags;
   bool eval = false;
+  int accumulate = 1;
   add_training_flags(app, flags, /*with_towers=*/false);
+  app.add_option("--accumulate", accumulate,
+                 "m: cut each batch into m micro-batches and sum their gradients before one "
+                 "update (gradient accumulation; chapter 9's pipeline equals it bit for bit)")
+      ->capture_default_str()->check(whole_number(1, 1024, "micro-batches"));
+  app.add_option("--save-params", flags.save_params,
+                 "write the final parameters to this file (checkpoint format), to compare runs")
+      ->check(writable_file());
   app.add_option("--device", device_index, "which device to train on")->capture_default_str()
       ->check(whole_number(0, kMaxDevices - 1));
   app.add_option("--host-threads", host_threads,
@@ -43,6 +54,10 @@ int main(int argc, char** argv) {
   return run_program(app, argc, argv, [&] {
     // Everything this run will write or read at the end is checked first: a typo costs
     // seconds, never a run (the trace paths were checked when the flags were parsed).
+    if (auto problem = micro_batch_problem(flags.layout.batch_size, accumulate, "--accumulate");
+        !problem.empty()) {
+      throw UsageError(problem);
+    }
     CheckpointDir checkpoints(checkpoint_flags);
     std::optional<data::Dataset> test;
     if (eval) test = load_test_set(flags.data_dir);
@@ -57,7 +72,8 @@ int main(int argc, char** argv) {
     InputQueue queue(train, batch_size, flags.seed);
     auto stream = device.create_stream();
     stream->set_tower(0);
-    Network network(device, batch_size);
+    // With --accumulate m the Network holds the activations of one micro-batch of B/m.
+    Network network(device, batch_size / accumulate);
 
     // State: parameters and their moving averages, fresh or from the newest checkpoint.
     TrainingState state;
@@ -84,7 +100,8 @@ int main(int argc, char** argv) {
     Buffer labels = device.allocate(sizeof(int) * batch_size);
     Buffer host_images = device.allocate_pinned(images.bytes());
     Buffer host_labels = device.allocate_pinned(labels.bytes());
-    Buffer host_losses = device.allocate_pinned(sizeof(float) * kLossCount);
+    Buffer host_losses = device.allocate_pinned(sizeof(float) * kLossCount * accumulate);
+    Buffer micro_grads = device.allocate(accumulate > 1 ? param_bytes : sizeof(float));
     stream->copy(params.data(), state.params.data(), param_bytes);
     stream->copy(averages.data(), state.moving_averages.data(), param_bytes);
     stream->synchronize();
@@ -101,16 +118,23 @@ int main(int argc, char** argv) {
       queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
       stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
       stream->copy(labels.data(), host_labels.data(), labels.bytes(), "copy labels");
-      network.forward_backward(*stream, params.as<float>(), images.as<float>(), labels.as<int>(),
-                               grads.as<float>());
+      if (accumulate == 1) {
+        network.forward_backward(*stream, params.as<float>(), images.as<float>(),
+                                 labels.as<int>(), grads.as<float>());
+        stream->copy(host_losses.data(), network.losses(), sizeof(float) * kLossCount,
+                     "copy loss");
+      } else {  // --accumulate m: m forward-backwards, their gradients summed, then / m
+        forward_backward_accumulated(*stream, network, params.as<float>(), images.as<float>(),
+                                     labels.as<int>(), accumulate, micro_grads.as<float>(),
+                                     grads.as<float>(), host_losses.as<float>());
+      }
       apply_gradients(*stream, learning_rate(global_step, steps_per_decay), grads.as<float>(),
                       params.as<float>());
       update_moving_averages(*stream, moving_average_decay(global_step), params.as<float>(),
                              averages.as<float>());
-      stream->copy(host_losses.data(), network.losses(), host_losses.bytes(), "copy loss");
       stream->synchronize();  // the host waits here, once per step, to read the loss
       // docs-end: train-step
-      loss = host_losses.as<float>()[kTotalLoss];
+      loss = mean_total_loss(host_losses.as<float>(), accumulate);
       ++global_step;
       log.step_done(global_step - 1, loss, seconds_since(start));
       const bool last = step + 1 == flags.steps || stop.requested();
@@ -126,6 +150,15 @@ int main(int argc, char** argv) {
       }
     }
     bool written = true;
+    if (!flags.save_params.empty()) {
+      written &= write_output([&] {
+        std::vector<float> final_params(kNumParameters);
+        stream->copy(final_params.data(), params.data(), param_bytes);
+        stream->synchronize();
+        save_params_file(flags.save_params, static_cast<long long>(global_step),
+                         final_params.data());
+      });
+    }
     if (runtime->trace().enabled()) {
       written = write_output([&] {
         write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
@@ -135,7 +168,7 @@ int main(int argc, char** argv) {
     Summary summary;
     summary.add("backend", std::string(to_string(runtime->backend())))
         .add("steps", log.steps()).add("global_step", static_cast<long long>(global_step))
-        .add("batch_size", batch_size).add("final_loss", static_cast<double>(loss), 4)
+        .add("batch_size", batch_size).add("accumulate", accumulate).add("final_loss", static_cast<double>(loss), 4)
         .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
     if (test && !stop.requested()) {  // after Ctrl-C the user wants out: no evaluation
       Precision p = evaluate(device, *stream, network, averages.as<float>(), *test);

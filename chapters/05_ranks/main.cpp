@@ -16,6 +16,7 @@
 #include "harness/divergence.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
+#include "harness/rank_placement.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
@@ -78,15 +79,10 @@ int main(int argc, char** argv) {
     broadcast_state(job, resumed);
     const std::int64_t first_step = resumed ? resumed->global_step : 0;
     // docs-begin: rank-device
-    // One tower per process: tower index = rank (so it reads the rank's shard), on the
-    // device the rank's local rank picks: GPU (local rank mod GPUs), or on the host backend
-    // one simulated device per rank.
-    if (!flags.runtime.devices && resolve_backend(flags.runtime.backend) == Backend::kHost) {
-      flags.runtime.devices = 1;
-    }
-    flags.layout.towers = 1;
-    flags.layout.first_index = job.rank();
-    flags.layout.first_device = job.local_rank();
+    // One tower per process: tower index = rank (so it reads the rank's shard), on a
+    // device of its own: GPU (local rank), the only one the process is shown
+    // (CUDA_VISIBLE_DEVICES), or on the host backend one simulated device per rank.
+    place_one_tower_per_rank(flags, job.rank(), job.local_rank());
     // docs-end: rank-device
     flags.trace_files.process_label = "rank";
     if (job.rank() != 0) flags.save_params.clear();  // one file for the job, from rank 0

@@ -13,6 +13,7 @@
 #include "harness/overlap_trace.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
+#include "harness/rank_placement.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
@@ -63,12 +64,7 @@ int main(int argc, char** argv) {
                        "run the ranks on two machines: scripts/two-hosts up --rate 500mbit.");
     }
     // One tower per process, as chapter 5: tower index = rank, one device per rank.
-    if (!flags.runtime.devices && resolve_backend(flags.runtime.backend) == Backend::kHost) {
-      flags.runtime.devices = 1;
-    }
-    flags.layout.towers = 1;
-    flags.layout.first_index = job.rank();
-    flags.layout.first_device = job.local_rank();
+    place_one_tower_per_rank(flags, job.rank(), job.local_rank());
     flags.trace_files.process_label = "rank";
     if (job.rank() != 0) flags.save_params.clear();
     TowerTraining training(flags, /*probe=*/false, TowerInput::kOwnIterators, job.size());

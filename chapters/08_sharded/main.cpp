@@ -13,6 +13,10 @@
 // parameters, and gathers each layer just before it runs, in the forward pass and again in
 // the backward pass (src/parallel/layer_gather.hpp): no all-gather after the update.
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
+// Chapter 1's checkpoints and --eval, as in chapter 4: a checkpoint holds the moving
+// averages (and with ZeRO-3 the parameters) whole, the towers' shards put together, and
+// --resume hands each its shards back. --optimizer momentum|adam keep state no checkpoint
+// holds, so they are refused with checkpoints.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -22,10 +26,12 @@
 #include "harness/memory_report.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
+#include "harness/shard_reader.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
+#include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/layer_gather.hpp"
@@ -38,23 +44,12 @@ using namespace towers::model;
 
 namespace {
 
-// Tower i's piece pieces[i] of a flat buffer, whole or the range held[i] only, put
-// together into host memory out[kNumParameters].
-void assemble(const std::vector<float*>& pieces, const std::vector<Chunk>& held,
-              const std::vector<Stream*>& streams, float* out) {
-  for (std::size_t i = 0; i < pieces.size(); ++i) {
-    streams[i]->copy(out + held[i].offset, pieces[i], held[i].size * sizeof(float));
-    streams[i]->synchronize();
-    if (held[i].size == kNumParameters) break;  // unsharded: tower 0 holds them all
-  }
-}
-
 // The moving averages of tower i, whole (ZeRO-0) or its shard only (ZeRO-1..3), gathered
 // into one host copy of all kNumParameters: the same bytes whatever the stage, if the math is.
 std::string hash_of_averages(const std::vector<float*>& averages, const std::vector<Chunk>& held,
-                               const std::vector<Stream*>& streams) {
+                             const std::vector<Stream*>& streams) {
   std::vector<float> host(kNumParameters);
-  assemble(averages, held, streams, host.data());
+  read_shards(host.data(), kNumParameters, averages, held, streams);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
                 static_cast<unsigned long long>(base::fnv1a64(host.data(), host.size() * sizeof(float))));
@@ -65,20 +60,26 @@ std::string hash_of_averages(const std::vector<float*>& averages, const std::vec
 
 int main(int argc, char** argv) {
   CLI::App app{"Chapter 8: chapter 4's towers, with the optimizer state sharded over them "
-               "(ZeRO-1): reduce-scatter, each tower updates its shard, all-gather; the memory "
+               "(ZeRO-1; with --zero 2 and 3 the gradients and parameters too): reduce-scatter, each tower updates its shard, all-gather; the memory "
                "ledger of every device beside ZeRO's formula."};
   TrainingFlags flags;
   bool probe = false;
   int zero = 1;
+  std::string optimizer_flag = "sgd";
   InputFlags input_flags;
   CheckFlags check_flags;
   TowerTraining::add_flags(app, flags, probe);
+  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's: --checkpoint-dir, --eval
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
   app.add_option("--zero", zero,
                  "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
                  "(moving averages sharded: each tower updates only its shard), 2 (gradients "
                  "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
+      ->capture_default_str();
+  app.add_option("--optimizer", optimizer_flag,
+                 "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
+                 "all keep the moving averages, and --zero 1 to 3 shard all of their state")
       ->capture_default_str();
 
   return run_program(app, argc, argv, [&] {
@@ -92,13 +93,25 @@ int main(int argc, char** argv) {
                        "--zero 3 no tower holds a copy (each parameter lives on one tower), so "
                        "there is nothing to diverge. Use --zero 0, 1 or 2 with it.");
     }
+    const Optimizer optimizer = parse_optimizer(optimizer_flag);
+    // A checkpoint holds the parameters and the moving averages, not momentum's velocity or
+    // Adam's moments: a resumed run would restart them from zero and not continue the run.
+    if (optimizer != Optimizer::kSgd &&
+        (!flags.checkpoints.dir.empty() || flags.checkpoints.resume ||
+         flags.checkpoints.resume_if_present)) {
+      throw UsageError("--optimizer " + optimizer_flag + " keeps state that checkpoints do not "
+                       "hold (" + (optimizer == Optimizer::kAdam ? "Adam's two moments"
+                                                                   : "momentum's velocity") +
+                       "), so a resumed run would not continue this one. Use --optimizer sgd "
+                       "with --checkpoint-dir and --resume, or train without checkpoints.");
+    }
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     // Every tower owns its parameters, as in chapter 4; the per-device copy chapters 2-3
     // read is not used here, so it goes before the ledger counts a byte of the step.
     for (auto& replica : training.replicas()) replica->params = Buffer();
-    TowerInputs inputs(training.train_set(), towers, input_flags, flags.seed);
+    TowerInputs inputs(training, input_flags);  // resumes with the training
     constexpr std::size_t kAll = kNumParameters;
     // The ring on every backend, for both stages: --zero 0 and --zero 1 then add the same
     // numbers in the same order, and end with the same bits.
@@ -115,6 +128,7 @@ int main(int argc, char** argv) {
     // docs-begin: sharded-state
     // Who holds what. Moving averages: whole with --zero 0; from --zero 1 on only the
     // shard the tower owns after the reduce-scatter (halves->shard), 1/N of them.
+    // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
     // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
     // (grad_shard) and the whole buffer lives one step (TransientGradients). Parameters:
     // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
@@ -123,6 +137,8 @@ int main(int argc, char** argv) {
     std::vector<Chunk> held;  // the range of the sharded state tower i keeps
     std::vector<Buffer> owned;
     TransientGradients whole_grads(towers, zero >= 2);
+    std::vector<OptimizerState> optimizers;  // --optimizer's own state for the same range
+    optimizers.reserve(num_gpus);
     for (int i = 0; i < num_gpus; ++i) {
       Tower& tower = *towers[i];
       held.push_back(zero == 0 ? Chunk{0, kAll} : halves->shard(kAll, i));
@@ -137,10 +153,13 @@ int main(int argc, char** argv) {
                                                MemoryCategory::kGradients));
         grad_shard.push_back(owned.back().as<float>());
       }
+      optimizers.emplace_back(optimizer, *tower.device, *tower.stream, held[i].size);
       streams.push_back(tower.stream.get());
+      // From --seed, or the resumed checkpoint's: this tower's range of them (all of the
+      // parameters below --zero 3).
       tower.stream->copy(params[i], training.initial_params() + kept.offset,
                          kept.size * sizeof(float), "copy params");
-      tower.stream->copy(averages[i], training.initial_params() + held[i].offset,
+      tower.stream->copy(averages[i], training.initial_averages() + held[i].offset,
                          held[i].size * sizeof(float), "copy averages");
     }
     std::unique_ptr<LayerGather> gather;
@@ -150,18 +169,22 @@ int main(int argc, char** argv) {
     }
     // docs-end: sharded-state
     training.runtime().synchronize();
-    training.read_params_with([&](float* out) {
-      assemble(params, zero == 3 ? held : std::vector<Chunk>(num_gpus, Chunk{0, kAll}), streams, out);
-    });
+    // Checkpoints, --save-params and --eval need the parameters and the averages whole:
+    // with --zero 3 each tower's parameter shard, put together (below, tower 0's copy).
+    const std::vector<Chunk> params_held =
+        zero == 3 ? held : std::vector<Chunk>(num_gpus, Chunk{0, kAll});
+    training.read_params_with(
+        [&](float* out) { read_shards(out, kAll, params, params_held, streams); },
+        [&](float* out) { read_shards(out, kAll, averages, held, streams); });
     ParameterCheck check(towers, kAll, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     int steps_run = 0;
 
-    for (int global_step = 0; global_step < flags.steps && !training.stop_requested();
-         ++global_step) {
-      StepScope step = training.step(global_step);
+    for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
+      StepScope step = training.step(run_step);
+      const std::int64_t global_step = step.global_step();  // counts from --resume's step
       const std::vector<float*> grads = whole_grads.begin_step();
       for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop; ZeRO-3 gathers layers
         Tower& tower = *towers[i];
@@ -181,7 +204,7 @@ int main(int argc, char** argv) {
       if (zero == 0) {  // chapter 4: all-reduce, every tower updates its whole copy
         allreduce->average(grads, kAll, streams);
         for (int i = 0; i < num_gpus; ++i) {
-          apply_gradients(*streams[i], lr, grads[i], params[i]);
+          optimizers[i].apply(*streams[i], global_step, lr, grads[i], params[i]);
           update_moving_averages(*streams[i], decay, params[i], averages[i]);
         }
       } else {  // ZeRO-1/2/3: the update between the all-reduce's two halves
@@ -195,7 +218,7 @@ int main(int argc, char** argv) {
           }
           float* g = zero >= 2 ? grad_shard[i] : grads[i] + mine.offset;
           float* p = zero == 3 ? params[i] : params[i] + mine.offset;
-          ops::sgd_update(*streams[i], n, lr, g, p);
+          optimizers[i].apply(*streams[i], global_step, lr, g, p);
           ops::ema_update(*streams[i], n, decay, p, averages[i]);
         }
         // Every tower gets every updated shard; ZeRO-3 gathers each layer when it runs.
@@ -206,7 +229,7 @@ int main(int argc, char** argv) {
       training.runtime().synchronize();
       whole_grads.end_step();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      if (zero < 3) check.after_step(global_step, params);  // ZeRO-3: no copies to compare
+      if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
       ++steps_run;
     }
     const std::string collectives = zero == 0   ? "allreduce"
@@ -214,12 +237,14 @@ int main(int argc, char** argv) {
                                                 : "reduce_scatter+layer_gathers";
     Summary extra;
     extra.add("zero", zero)
+        .add("optimizer", optimizer_name(optimizer))
         .add("collectives", collectives)
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
         .add("averages_hash", hash_of_averages(averages, held, streams))
         .append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
-                            num_gpus, zero, wire.total(), steps_run));
+                            num_gpus, zero, optimizer_state_bytes(optimizer), wire.total(),
+                            steps_run));
     return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")", collectives,
                            extra);
   });

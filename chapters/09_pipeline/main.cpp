@@ -21,9 +21,11 @@
 #include <vector>
 
 #include "base/usage_error.hpp"
+#include "cifar_stages.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "harness/stage_trace.hpp"
+#include "model/network.hpp"
 #include "model/ops.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "runtime/busy.hpp"
@@ -113,6 +115,8 @@ int main(int argc, char** argv) {
   double backward_ratio = 2;
   bool skip_waits = false;
   bool probe = false;
+  std::string model_name = "synthetic";
+  CifarPipelineFlags cifar;
   add_runtime_flags(app, runtime_options);
   add_trace_flags(app, trace_files);
   app.add_option("--schedule", schedule_name, "gpipe, 1f1b or interleaved")
@@ -139,6 +143,26 @@ int main(int argc, char** argv) {
                "prove with a rendezvous whether the stages ever all run at once: each stage "
                "probes inside its forward of micro-batch min(p-s-1, m-1), the moment the "
                "pipeline is full (rendezvous=met|timeout; the probes' waits count as busy)");
+  app.add_option("--model", model_name,
+                 "synthetic: equal stand-in stages of --kernel-ms (the formula's case); cifar: "
+                 "the CIFAR-10 model's layers cut into the stages, trained for --steps")
+      ->capture_default_str()->check(CLI::IsMember({"synthetic", "cifar"}));
+  app.add_option("--split", cifar.split,
+                 "--model cifar: the first layer of each stage after the first, in forward "
+                 "order, e.g. conv2,norm2,local3 (default: the most even split)");
+  app.add_option("--batch-size", cifar.batch_size,
+                 "--model cifar: images per step, cut into --micro-batches equal parts")
+      ->capture_default_str()->check(whole_number(1, model::kMaxBatchSize, "images"));
+  app.add_option("--steps", cifar.steps, "--model cifar: training steps")
+      ->capture_default_str()->check(whole_number(1, 1000000, "steps"));
+  app.add_option("--seed", cifar.seed, "--model cifar: initialization and input, as chapter 1's")
+      ->capture_default_str();
+  app.add_option("--data-dir", cifar.data_dir,
+                 "--model cifar: CIFAR-10 binaries (default: the embedded synthetic set)");
+  app.add_option("--save-params", cifar.save_params,
+                 "--model cifar: write the final parameters here, to compare with "
+                 "01_single_gpu --accumulate m (cmp)")
+      ->check(writable_file());
   app.add_flag("--skip-waits", skip_waits,
                "for tests: stages do not wait for each other's activations and gradients "
                "(the trace then shows ops out of order and the data check fails)");
@@ -149,6 +173,18 @@ int main(int argc, char** argv) {
     if (auto problem = pipeline_shape_problem(schedule, shape); !problem.empty()) {
       throw UsageError(problem);
     }
+    const bool real_model = model_name == "cifar";
+    std::vector<StageLayers> split;
+    if (real_model) {
+      split = cifar_split_or_refuse(app, schedule, shape, cifar, probe, skip_waits);
+    } else {
+      for (const char* flag : {"--split", "--batch-size", "--steps", "--seed", "--data-dir",
+                               "--save-params"}) {
+        if (app.get_option(flag)->count() > 0) {
+          throw UsageError(std::string(flag) + " trains the real model: add --model cifar");
+        }
+      }
+    }
     const int p = shape.stages;
     const int num_virtual = shape.virtual_stages();
     // One simulated device per stage unless --devices says otherwise; with fewer devices
@@ -157,6 +193,7 @@ int main(int argc, char** argv) {
       runtime_options.devices = p;
     }
     auto runtime = Runtime::create(runtime_options);
+    if (real_model) return run_cifar_pipeline(*runtime, schedule, shape, split, cifar, trace_files);
 
     // Stage s: its device, its stream, its schedule.
     std::vector<Device*> devices;
@@ -264,28 +301,9 @@ int main(int argc, char** argv) {
     // docs-begin: stage-loop
     // The host walks the stages' schedules and only enqueues. An event waited on before
     // it is recorded does not wait (as in CUDA), so an op is enqueued only after the op it
-    // depends on: each pass takes every stage as far as it can go.
-    std::vector<std::size_t> next(p, 0);
-    std::vector<std::vector<bool>> forward_enqueued(num_virtual,
-                                                    std::vector<bool>(shape.micro_batches));
-    std::vector<std::vector<bool>> backward_enqueued = forward_enqueued;
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (int s = 0; s < p; ++s) {
-        for (; next[s] < schedules[s].size(); ++next[s], progress = true) {
-          const StageOp& op = schedules[s][next[s]];
-          if (const auto before = dependency(shape, s, op)) {
-            const int there = virtual_stage(shape, before->stage, before->op.chunk);
-            const auto& done = before->op.pass == Pass::kForward ? forward_enqueued
-                                                                 : backward_enqueued;
-            if (!done[there][op.micro_batch]) break;  // not enqueued yet: next stage
-          }
-          enqueue_stage_op(s, op);
-          const int here = virtual_stage(shape, s, op.chunk);
-          (op.pass == Pass::kForward ? forward_enqueued : backward_enqueued)[here][op.micro_batch] = true;
-        }
-      }
-    }
+    // depends on (src/parallel/pipeline_schedule.cpp): each pass takes every stage as far
+    // as it can go.
+    enqueue_in_dependency_order(shape, schedules, enqueue_stage_op);
     gate.open();  // everything is enqueued: the stages may start
     for (auto& stream : streams) stream->synchronize();  // the one place the host waits
     // docs-end: stage-loop

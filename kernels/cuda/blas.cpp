@@ -3,13 +3,16 @@
 // explained where each product is called.
 #include "kernels/cuda/blas.hpp"
 
+#include <stdexcept>
+
 #include "kernels/cuda/check.hpp"
 
 namespace towers::cuda {
 namespace {
 
 cublasHandle_t handle_of(const CudaLaunchContext& ctx) {
-  return static_cast<cublasHandle_t>(ctx.blas);
+  if (!ctx.blas) throw std::logic_error("a cuBLAS call on a launch context without a stream");
+  return static_cast<cublasHandle_t>(ctx.blas());
 }
 
 cublasOperation_t to_cublas(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }

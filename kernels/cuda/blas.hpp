@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// CUDA BLAS: the twins of kernels/host/blas.hpp, served by cuBLAS on ctx.blas.
+// CUDA BLAS: the twins of kernels/host/blas.hpp, served by cuBLAS on ctx.blas() (the
+// stream's handle, made on its first GEMM).
 //
 // Same arguments and row-major meaning as the host functions, with a CudaLaunchContext in
 // front; each enqueues on the stream the cuBLAS handle is bound to and returns without

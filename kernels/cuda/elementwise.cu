@@ -52,6 +52,30 @@ __global__ void ema_update_kernel(KernelStamp stamp, Index n, float decay, const
   stamp_end(stamp);
 }
 
+// Chapter 8's optimizers: one thread reads and writes element i of every buffer, so the
+// state and the parameter update in one pass over memory, as the host loop does.
+__global__ void momentum_update_kernel(KernelStamp stamp, Index n, float learning_rate,
+                                       float momentum, const float* grad, float* velocity,
+                                       float* w) {
+  stamp_begin(stamp);
+  for (Index i = first_index(); i < n; i += index_stride()) {
+    velocity[i] = math::momentum_velocity(i, velocity, grad, momentum);
+    w[i] = math::sgd_update(i, w, velocity, learning_rate);
+  }
+  stamp_end(stamp);
+}
+
+__global__ void adam_update_kernel(KernelStamp stamp, Index n, math::AdamScalars s,
+                                   const float* grad, float* m, float* v, float* w) {
+  stamp_begin(stamp);
+  for (Index i = first_index(); i < n; i += index_stride()) {
+    m[i] = math::adam_first_moment(i, m, grad, s.beta1);
+    v[i] = math::adam_second_moment(i, v, grad, s.beta2);
+    w[i] = math::adam_step(i, w, m, v, s.step_size, s.epsilon);
+  }
+  stamp_end(stamp);
+}
+
 }  // namespace
 
 void bias_add(const CudaLaunchContext& ctx, int rows, int channels, const float* bias, float* y) {
@@ -95,6 +119,22 @@ void ema_update(const CudaLaunchContext& ctx, Index n, float decay, const float*
   if (n == 0) return;
   ema_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, decay, var,
                                                                      shadow);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void momentum_update(const CudaLaunchContext& ctx, Index n, float learning_rate, float momentum,
+                     const float* grad, float* velocity, float* w) {
+  if (n == 0) return;
+  momentum_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(
+      next_stamp(ctx), n, learning_rate, momentum, grad, velocity, w);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void adam_update(const CudaLaunchContext& ctx, Index n, math::AdamScalars s, const float* grad,
+                 float* m, float* v, float* w) {
+  if (n == 0) return;
+  adam_update_kernel<<<grid_size(n), kBlockSize, 0, stream_of(ctx)>>>(next_stamp(ctx), n, s, grad,
+                                                                      m, v, w);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -12,6 +12,7 @@
 // call the launchers from a plain C++ file.
 #pragma once
 
+#include "kernels/math/elementwise.hpp"
 #include "kernels/math/lrn.hpp"
 #include "kernels/math/shape.hpp"
 #include "runtime/stream.hpp"
@@ -40,6 +41,12 @@ void sgd_update(const CudaLaunchContext& ctx, Index n, float learning_rate, cons
 /// Launches host::ema_update on the GPU.
 void ema_update(const CudaLaunchContext& ctx, Index n, float decay, const float* var,
                 float* shadow);
+/// Launches host::momentum_update on the GPU.
+void momentum_update(const CudaLaunchContext& ctx, Index n, float learning_rate, float momentum,
+                     const float* grad, float* velocity, float* w);
+/// Launches host::adam_update on the GPU.
+void adam_update(const CudaLaunchContext& ctx, Index n, math::AdamScalars s, const float* grad,
+                 float* m, float* v, float* w);
 
 /// Launches host::max_pool_forward on the GPU.
 void max_pool_forward(const CudaLaunchContext& ctx, const float* x, math::Nhwc in, float* y,

@@ -57,4 +57,22 @@ void ema_update(math::Index n, float decay, const float* var, float* shadow) {
   for_each_index(n, [=](math::Index i) { shadow[i] = math::ema_update(i, shadow, var, decay); });
 }
 
+void momentum_update(math::Index n, float learning_rate, float momentum, const float* grad,
+                     float* velocity, float* w) {
+  // One pass, velocity first: element i of w reads the velocity this iteration just wrote.
+  for_each_index(n, [=](math::Index i) {
+    velocity[i] = math::momentum_velocity(i, velocity, grad, momentum);
+    w[i] = math::sgd_update(i, w, velocity, learning_rate);
+  });
+}
+
+void adam_update(math::Index n, math::AdamScalars s, const float* grad, float* m, float* v,
+                 float* w) {
+  for_each_index(n, [=](math::Index i) {
+    m[i] = math::adam_first_moment(i, m, grad, s.beta1);
+    v[i] = math::adam_second_moment(i, v, grad, s.beta2);
+    w[i] = math::adam_step(i, w, m, v, s.step_size, s.epsilon);
+  });
+}
+
 }  // namespace towers::host

@@ -12,6 +12,7 @@
 // and return when done.
 #pragma once
 
+#include "kernels/math/elementwise.hpp"
 #include "kernels/math/lrn.hpp"
 #include "kernels/math/shape.hpp"
 
@@ -34,6 +35,13 @@ void fill(math::Index n, float value, float* x);
 void sgd_update(math::Index n, float learning_rate, const float* grad, float* w);
 /// shadow[n] -= (1 - decay) * (shadow - var), in place.
 void ema_update(math::Index n, float decay, const float* var, float* shadow);
+/// velocity[n] = momentum * velocity + grad, then w[n] -= learning_rate * velocity.
+void momentum_update(math::Index n, float learning_rate, float momentum, const float* grad,
+                     float* velocity, float* w);
+/// Adam: m[n] and v[n] (the gradient's first and second moments) updated with beta1 and
+/// beta2, then w[n] -= step_size * m / (sqrt(v) + epsilon).
+void adam_update(math::Index n, math::AdamScalars s, const float* grad, float* m, float* v,
+                 float* w);
 
 /// Max pooling 3x3/2 SAME of x (shape `in`) into y and argmax (shape
 /// math::max_pool_output_shape(in)).

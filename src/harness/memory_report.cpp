@@ -77,10 +77,10 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
 }
 
 Summary report_zero(Runtime& runtime, int devices, int towers, int stage,
-                    std::uint64_t wire_bytes, int steps) {
+                    double optimizer_bytes, std::uint64_t wire_bytes, int steps) {
   const double psi = static_cast<double>(model::kNumParameters);
   const double window = static_cast<double>(LayerGather::window_elements());
-  ZeroSizes sizes{psi, towers, 4, 4, 4};
+  ZeroSizes sizes{psi, towers, 4, 4, optimizer_bytes};
   sizes.gradient_bucket = stage >= 2 ? psi : 0;  // the whole buffer, one step at a time
   sizes.parameter_window = stage == 3 ? window : 0;
   const int towers_per_device = towers / devices;

@@ -26,7 +26,8 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
                       const ZeroSizes& sizes);
 
 /// Chapter 8's report for a run of `towers` towers on the first `devices` devices at ZeRO
-/// `stage` of the tutorial model: report_memory() with the transient terms this chapter's
+/// `stage` of the tutorial model, with `optimizer_bytes` of optimizer state per parameter
+/// (optimizer_state_bytes(--optimizer)): report_memory() with the transient terms this chapter's
 /// stages hold (the whole gradient buffer at stages 2-3, LayerGather's window at stage 3),
 /// then the bytes on the wire: `wire_bytes` counted over `steps` steps beside
 /// zero_wire_bytes_per_step. Adds to report_memory's keys formula_gradient_bucket_bytes,
@@ -34,7 +35,7 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
 /// formula_wire_bytes_per_step (the formula for one tower per device: towers sharing a
 /// device copy to each other over no link).
 Summary report_zero(Runtime& runtime, int devices, int towers, int stage,
-                    std::uint64_t wire_bytes, int steps);
+                    double optimizer_bytes, std::uint64_t wire_bytes, int steps);
 
 /// The ZeRO paper's example (Ψ = 7.5 B, N = 64, 2 + 2 + 12 bytes per parameter) for
 /// stages 0..3 in GB, one line, from zero_bytes_per_device: "120.0 / 31.4 / 16.6 / 1.9".

@@ -29,6 +29,28 @@ int stage_of(const TraceEvent& event, const std::vector<StageStream>& stages) {
 
 }  // namespace
 
+StageBusy stage_busy(const std::vector<TraceEvent>& events, const std::vector<StageStream>& stages) {
+  const int p = static_cast<int>(stages.size());
+  StageBusy result;
+  result.busy_ms.assign(p, 0.0);
+  std::vector<std::vector<Interval>> spans(p);
+  double first = 0, last = 0;
+  bool any = false;
+  for (const auto& event : events) {
+    const int s = event.is_span() ? stage_of(event, stages) : -1;
+    if (s < 0 || event.end_us <= event.start_us) continue;
+    first = any ? std::min(first, event.start_us) : event.start_us;
+    last = any ? std::max(last, event.end_us) : event.end_us;
+    any = true;
+    spans[s].push_back({event.start_us, event.end_us});
+  }
+  result.window_ms = (last - first) / 1000.0;
+  for (int s = 0; s < p; ++s) {
+    for (const auto& [start, end] : union_of(spans[s])) result.busy_ms[s] += (end - start) / 1000.0;
+  }
+  return result;
+}
+
 StageTraceAnalysis analyze_stage_trace(const std::vector<TraceEvent>& events,
                                        const PipelineShape& shape,
                                        const std::vector<StageStream>& stages) {

@@ -46,6 +46,16 @@ StageTraceAnalysis analyze_stage_trace(const std::vector<TraceEvent>& events,
                                        const PipelineShape& shape,
                                        const std::vector<StageStream>& stages);
 
+/// How busy each stage's stream was in one step of a model split into stages, where a
+/// stage's work is many kernels rather than one span per op (chapter 9's --model cifar).
+struct StageBusy {
+  double window_ms = 0;         ///< first span's start to last span's end, all stages
+  std::vector<double> busy_ms;  ///< per stage: the union of its stream's spans
+};
+
+/// Reads the spans of `events` that ran on `stages[s]` (waits and records excluded).
+StageBusy stage_busy(const std::vector<TraceEvent>& events, const std::vector<StageStream>& stages);
+
 /// A text Gantt chart of `timeline`, one row per stage, `width` columns over `axis_ms`
 /// (0: fit): a forward is the micro-batch's glyph (0-9, then a-z), a backward the
 /// capital letter of its micro-batch (A = 0, B = 1, ...), '.' idle.

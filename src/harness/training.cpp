@@ -179,9 +179,13 @@ Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
   // Which evidence max_concurrent_towers is (docs/proofs.md): host worker threads that ran
   // at once, or on cuda kernels that stamped themselves running at once; the event spans
   // (streams that held work, queued included) are stream_concurrent_towers.
-  const char* from = traces.from_kernel_stamps()         ? "kernel_stamps"
-                     : runtime.backend() == Backend::kCuda ? "stream_events"
-                                                           : "host_threads";
+  // not_traced: no op of any tower was traced one by one (chapter 7 on cuda, where a
+  // step is one graph launch), so max_concurrent_towers says nothing there.
+  const bool cuda = runtime.backend() == Backend::kCuda;
+  const char* from = traces.from_kernel_stamps()                  ? "kernel_stamps"
+                     : cuda && traces.stream_concurrent_towers() == 0 ? "not_traced"
+                     : cuda                                           ? "stream_events"
+                                                                      : "host_threads";
   summary.add("concurrency_from", std::string(from))
       .add("stream_concurrent_towers", traces.stream_concurrent_towers());
   return summary;

@@ -89,60 +89,91 @@ void ParamSource::release(int layer) const {
 }
 
 const float* variable(const float* layer_params, int layer, const char* name) {
-  return layer_params + (parameter(name).offset - gradient_layers()[static_cast<std::size_t>(layer)].offset);
+  return layer_params +
+         (parameter(name).offset - gradient_layers()[static_cast<std::size_t>(layer)].offset);
+}
+
+int gradient_layer_index(int layer) {
+  switch (layer) {
+    case kConv1: return kConv1Layer;
+    case kConv2: return kConv2Layer;
+    case kLocal3: return kLocal3Layer;
+    case kLocal4: return kLocal4Layer;
+    case kSoftmaxLinear: return kSoftmaxLayer;
+    default: return -1;
+  }
+}
+
+void Network::Impl::forward_layer(Stream& s, int layer, const ParamSource& params,
+                                  const float* images) {
+  if (layer < 0 || layer >= kLayerCount) {
+    throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+  // A layer with variables has them from just before its ops until just after (ZeRO-3
+  // gathers them then; with one flat buffer this is the layer's range of it).
+  const int k = gradient_layer_index(layer);
+  const float* w = k >= 0 ? params.acquire(k) : nullptr;
+  auto p = [w, k](const char* name) { return variable(w, k, name); };
+  const int b = batch_size;
+  const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
+  // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes.
+  s.set_scope(layer_names()[static_cast<std::size_t>(layer)].c_str());
+  switch (layer) {
+    case kConv1:
+      conv_forward(s, images, in1, p("conv1/weights"), p("conv1/biases"), 64, col1.as<float>(),
+                   conv1.as<float>());
+      break;
+    // Block 1: pool, then normalize.
+    case kPool1:
+      ops::max_pool_forward_fast(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
+                                 pool1_argmax.as<int>());
+      break;
+    case kNorm1:
+      ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
+                       norm1_scale.as<float>());
+      break;
+    case kConv2:
+      conv_forward(s, norm1.as<float>(), in2, p("conv2/weights"), p("conv2/biases"), 64,
+                   col2.as<float>(), conv2.as<float>());
+      break;
+    // Block 2: normalize, then pool.
+    case kNorm2:
+      ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
+                       norm2_scale.as<float>());
+      break;
+    case kPool2:
+      ops::max_pool_forward_fast(s, norm2.as<float>(), in2, pool2.as<float>(),
+                                 pool2_argmax.as<int>());
+      break;
+    // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
+    case kLocal3:
+      dense_forward(s, pool2.as<float>(), kFlat, p("local3/weights"), p("local3/biases"), 384,
+                    true, local3.as<float>());
+      break;
+    case kLocal4:
+      dense_forward(s, local3.as<float>(), 384, p("local4/weights"), p("local4/biases"), 192,
+                    true, local4.as<float>());
+      break;
+    case kSoftmaxLinear:
+      dense_forward(s, local4.as<float>(), 192, p("softmax_linear/weights"),
+                    p("softmax_linear/biases"), data::kNumClasses, false, logits.as<float>());
+      break;
+    default:
+      break;  // checked above
+  }
+  if (k >= 0) {
+    // With parameters by layer, the weight decay is summed while the layer is held (ZeRO-3
+    // drops it after use); only local3 and local4 have decayed variables.
+    if (params.by_layer()) weight_decay_terms(s, k, w);
+    params.release(k);
+  }
+  s.set_scope("");
 }
 
 void Network::Impl::inference(Stream& s, const ParamSource& params, const float* images) {
-  const int b = batch_size;
-  const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
-  // With parameters by layer, the weight decay is summed here while local3 and local4 are
-  // held (ZeRO-3 drops them after use); it starts from zero before the first term.
+  // With parameters by layer, the weight decay starts from zero before its first term.
   if (params.by_layer()) ops::fill(s, 1, 0.0f, losses.as<float>() + kWeightDecay);
-  // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes. Each
-  // layer's parameters are acquired just before its ops and released after them.
-  s.set_scope("conv1");
-  const float* w = params.acquire(kConv1Layer);
-  conv_forward(s, images, in1, variable(w, kConv1Layer, "conv1/weights"),
-               variable(w, kConv1Layer, "conv1/biases"), 64, col1.as<float>(), conv1.as<float>());
-  params.release(kConv1Layer);
-  // Block 1: pool, then normalize.
-  s.set_scope("pool1");
-  ops::max_pool_forward_fast(s, conv1.as<float>(), Nhwc{b, 24, 24, 64}, pool1.as<float>(),
-                        pool1_argmax.as<int>());
-  s.set_scope("norm1");
-  ops::lrn_forward(s, in2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
-                   norm1_scale.as<float>());
-  s.set_scope("conv2");
-  w = params.acquire(kConv2Layer);
-  conv_forward(s, norm1.as<float>(), in2, variable(w, kConv2Layer, "conv2/weights"),
-               variable(w, kConv2Layer, "conv2/biases"), 64, col2.as<float>(), conv2.as<float>());
-  params.release(kConv2Layer);
-  // Block 2: normalize, then pool.
-  s.set_scope("norm2");
-  ops::lrn_forward(s, in2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
-                   norm2_scale.as<float>());
-  s.set_scope("pool2");
-  ops::max_pool_forward_fast(s, norm2.as<float>(), in2, pool2.as<float>(), pool2_argmax.as<int>());
-  // pool2 [B, 6, 6, 64] is already [B, 2304] in (h, w, c) order: the reshape is free.
-  s.set_scope("local3");
-  w = params.acquire(kLocal3Layer);
-  dense_forward(s, pool2.as<float>(), kFlat, variable(w, kLocal3Layer, "local3/weights"),
-                variable(w, kLocal3Layer, "local3/biases"), 384, true, local3.as<float>());
-  if (params.by_layer()) weight_decay_terms(s, kLocal3Layer, w);
-  params.release(kLocal3Layer);
-  s.set_scope("local4");
-  w = params.acquire(kLocal4Layer);
-  dense_forward(s, local3.as<float>(), 384, variable(w, kLocal4Layer, "local4/weights"),
-                variable(w, kLocal4Layer, "local4/biases"), 192, true, local4.as<float>());
-  if (params.by_layer()) weight_decay_terms(s, kLocal4Layer, w);
-  params.release(kLocal4Layer);
-  s.set_scope("softmax_linear");
-  w = params.acquire(kSoftmaxLayer);
-  dense_forward(s, local4.as<float>(), 192, variable(w, kSoftmaxLayer, "softmax_linear/weights"),
-                variable(w, kSoftmaxLayer, "softmax_linear/biases"), data::kNumClasses, false,
-                logits.as<float>());
-  params.release(kSoftmaxLayer);
-  s.set_scope("");
+  for (int layer = 0; layer < kLayerCount; ++layer) forward_layer(s, layer, params, images);
 }
 
 void Network::Impl::weight_decay_terms(Stream& s, int layer, const float* layer_params) {
@@ -235,6 +266,64 @@ void Network::predict(Stream& stream, const float* params, const float* images,
   ops::dot(stream, impl_->batch_size, impl_->correct.as<float>(), impl_->ones.as<float>(),
            impl_->correct_count.as<float>());
 }
+
+const std::vector<std::string>& Network::layer_names() {
+  static const std::vector<std::string> names = {"conv1", "pool1", "norm1", "conv2", "norm2",
+                                                 "pool2", "local3", "local4", "softmax_linear"};
+  return names;
+}
+
+int Network::layer_output_floats(int layer) {
+  switch (layer) {
+    case kConv1: return 24 * 24 * 64;
+    case kPool1: case kNorm1: case kConv2: case kNorm2: return 12 * 12 * 64;
+    case kPool2: return kFlat;
+    case kLocal3: return 384;
+    case kLocal4: return 192;
+    case kSoftmaxLinear: return data::kNumClasses;
+    default: throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+}
+
+Buffer& Network::Impl::layer_output(int layer) {
+  Buffer* outputs[] = {&conv1, &pool1, &norm1, &conv2, &norm2, &pool2, &local3, &local4, &logits};
+  if (layer < 0 || layer >= kLayerCount) {
+    throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+  return *outputs[layer];
+}
+
+void Network::forward_layers(Stream& stream, const float* params, int first, int last,
+                             const float* images) {
+  if (first < 0 || first > last || last >= kLayerCount) {
+    throw std::out_of_range("Network::forward_layers: no layers " + std::to_string(first) +
+                            ".." + std::to_string(last));
+  }
+  // The same forward_layer() as forward() and the LayerParams pass run, so the same ops.
+  const ParamSource flat(params);
+  for (int layer = first; layer <= last; ++layer) {
+    impl_->forward_layer(stream, layer, flat, images);
+  }
+}
+
+void Network::loss(Stream& stream, const float* params, const int* labels) {
+  impl_->loss(stream, ParamSource(params), labels);
+}
+
+void Network::backward_layers(Stream& stream, const float* params, int first, int last,
+                              float* grads) {
+  if (first < 0 || first > last || last >= kLayerCount) {
+    throw std::out_of_range("Network::backward_layers: no layers " + std::to_string(first) +
+                            ".." + std::to_string(last));
+  }
+  const ParamSource flat(params);
+  for (int layer = last; layer >= first; --layer) {
+    impl_->backward_layer(stream, layer, flat, grads, nullptr);
+  }
+}
+
+float* Network::layer_output(int layer) { return impl_->layer_output(layer).as<float>(); }
+float* Network::output_gradient(int layer) { return impl_->output_gradient(layer).as<float>(); }
 
 const float* Network::losses() const { return impl_->losses.as<float>(); }
 const float* Network::logits() const { return impl_->logits.as<float>(); }

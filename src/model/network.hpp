@@ -37,6 +37,13 @@ enum LossIndex {
 /// (The kernels index in 64 bits; this bound is the model's.)
 inline constexpr int kMaxBatchSize = 2147483647 / (12 * 12 * 5 * 5 * 64);  // 9,320
 
+/// The model's layers in forward order: the units a pipeline cuts between (chapter 9).
+/// softmax_linear's output is the logits; the loss follows it on the same stage.
+enum Layer {
+  kConv1, kPool1, kNorm1, kConv2, kNorm2, kPool2, kLocal3, kLocal4, kSoftmaxLinear,
+  kLayerCount,  ///< 9
+};
+
 /// One tower's model: activations and workspace for `batch_size` images on `device`.
 class Network {
  public:
@@ -91,6 +98,34 @@ class Network {
   /// Enqueues the forward pass (no loss, no backward) and counts correct top-1 predictions
   /// (in_top_k, k = 1) into correct_count() (eval).
   void predict(Stream& stream, const float* params, const float* images, const int* labels);
+
+  // ---- Layer by layer: a pipeline stage runs a range of layers (chapter 9) ----
+  // forward() is forward_layers(0, last) then loss(); forward_backward() adds
+  // backward_layers(last, 0): the same ops on the same values, so a model cut into stages
+  // that call these computes the bits one Network computes.
+
+  /// The layers' names, in forward order ("conv1" ... "softmax_linear").
+  static const std::vector<std::string>& layer_names();
+  /// Floats of `layer`'s output per image (softmax_linear: the 10 logits).
+  static int layer_output_floats(int layer);
+  /// Enqueues the forward pass of layers first..last (inclusive). Layer `first` reads the
+  /// images when first == 0, else layer_output(first - 1), which the caller filled.
+  void forward_layers(Stream& stream, const float* params, int first, int last,
+                      const float* images);
+  /// Enqueues the loss of the last forward pass (needs layers up to softmax_linear): the
+  /// losses, and the logits' gradient that backward_layers() starts from.
+  void loss(Stream& stream, const float* params, const int* labels);
+  /// Enqueues the backward pass of layers last..first, writing their variables' gradients
+  /// into grads (overwritten). Layer `last` reads its output's gradient from
+  /// output_gradient(last) (after loss() when last is softmax_linear; else the caller
+  /// filled it); when first > 0 the gradient of its input is left in
+  /// output_gradient(first - 1).
+  void backward_layers(Stream& stream, const float* params, int first, int last, float* grads);
+  /// Device pointer to `layer`'s output [batch, layer_output_floats(layer)].
+  float* layer_output(int layer);
+  /// Device pointer to the gradient of `layer`'s output, same shape (a workspace buffer:
+  /// valid from the backward of layer + 1 until the backward of layer).
+  float* output_gradient(int layer);
 
   /// Device pointer to [kLossCount] floats written by forward(): see LossIndex.
   const float* losses() const;

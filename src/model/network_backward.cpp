@@ -11,6 +11,9 @@
 // Each decayed layer gets its weight-decay term right after its own gemm, so its gradients
 // are final as early as possible; layer_done (chapter 6) marks each layer then. The terms
 // are the same axpys on the same values as when they ran together, so the bits are too.
+#include <stdexcept>
+#include <string>
+
 #include "model/network_impl.hpp"
 #include "model/parameters.hpp"
 
@@ -27,18 +30,18 @@ void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const 
   if (dx != nullptr) ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
 }
 
+Buffer& Network::Impl::output_gradient(int layer) {
+  // The gradient of the logits is the loss's; after that they alternate, a then b.
+  switch (layer) {
+    case kSoftmaxLinear: return dlogits;
+    case kLocal4: case kPool2: case kConv2: case kPool1: return grad_a;
+    case kLocal3: case kNorm2: case kNorm1: case kConv1: return grad_b;
+    default: throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+}
+
 void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
                              const LayerDone& layer_done) {
-  // A variable's gradient, by TF name; its values are variable(w, layer, name) of the
-  // layer's parameters w, acquired just before the layer's ops and released after them.
-  auto g = [grads](const char* name) { return grads + parameter(name).offset; };
-
-  // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
-  auto add_weight_decay = [&](const float* w, int layer, const char* name) {
-    const ParameterView& view = parameter(name);
-    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, variable(w, layer, name),
-              grads + view.offset);
-  };
   // Layer k of gradient_layers() is enqueued: the caller may let other streams start on
   // it (chapter 6 records an event).
   int next_layer = 0;
@@ -46,75 +49,104 @@ void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
     if (layer_done) layer_done(next_layer);
     ++next_layer;
   };
+  for (int layer = kLayerCount - 1; layer >= 0; --layer) {
+    backward_layer(s, layer, params, grads, layer_enqueued);
+  }
+}
+
+void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& params,
+                                   float* grads, const std::function<void()>& layer_enqueued) {
+  if (layer < 0 || layer >= kLayerCount) {
+    throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+  // The layer's variables are acquired just before its ops and released after them.
+  // conv1's weights are not read: no gradient is taken for the images (dx is null), so
+  // they are not acquired (ZeRO-3 need not gather them a second time).
+  const int k = layer == kConv1 ? -1 : gradient_layer_index(layer);
+  const float* w = k >= 0 ? params.acquire(k) : nullptr;
+  // A variable's values and its gradient, by TF name.
+  auto p = [w, k](const char* name) { return variable(w, k, name); };
+  auto g = [grads](const char* name) { return grads + parameter(name).offset; };
+
+  // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
+  auto add_weight_decay = [&](const char* name) {
+    const ParameterView& view = parameter(name);
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, p(name), grads + view.offset);
+  };
+  auto done = [&] {
+    if (layer_enqueued) layer_enqueued();
+  };
 
   const int b = batch_size;
   float* ga = grad_a.as<float>();
   float* gb = grad_b.as<float>();
+  const Nhwc shape2{b, 12, 12, 64};
+  const Nhwc shape1{b, 24, 24, 64};
 
   // Ops are traced under the layer whose gradient they compute ("conv2 grad gemm").
-  // softmax_linear: logits = local4 w + b, no ReLU.
-  s.set_scope("softmax_linear grad");
-  const float* w = params.acquire(kSoftmaxLayer);
-  linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(),
-                  variable(w, kSoftmaxLayer, "softmax_linear/weights"), dlogits.as<float>(),
-                  g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
-  params.release(kSoftmaxLayer);
-  layer_enqueued();  // softmax_linear
-  // local4 = relu(local3 w + b)
-  s.set_scope("local4 grad");
-  ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
-  w = params.acquire(kLocal4Layer);
-  linear_backward(s, b, 384, 192, local3.as<float>(), variable(w, kLocal4Layer, "local4/weights"),
-                  ga, g("local4/weights"), g("local4/biases"), gb);
-  add_weight_decay(w, kLocal4Layer, "local4/weights");
-  params.release(kLocal4Layer);
-  layer_enqueued();  // local4
-  // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
-  s.set_scope("local3 grad");
-  ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
-  w = params.acquire(kLocal3Layer);
-  linear_backward(s, b, kFlat, 384, pool2.as<float>(), variable(w, kLocal3Layer, "local3/weights"),
-                  gb, g("local3/weights"), g("local3/biases"), ga);
-  add_weight_decay(w, kLocal3Layer, "local3/weights");
-  params.release(kLocal3Layer);
-  layer_enqueued();  // local3
-
-  // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
-  const Nhwc shape2{b, 12, 12, 64};
-  s.set_scope("pool2 grad");
-  ops::max_pool_backward_fast(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
-  s.set_scope("norm2 grad");
-  ops::lrn_backward(s, shape2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
-                    norm2_scale.as<float>(), gb, ga);                  // dconv2
-  s.set_scope("conv2 grad");
-  ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
-  // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites col2,
-  // which is no longer needed once dw2 has been computed (the stream keeps that order),
-  // and col2im sums it into dnorm1: that product and col2im in one op, tile by tile
-  // (ops_fast_host.hpp).
-  const int columns2 = math::im2col_columns(kKernel, 64);
-  w = params.acquire(kConv2Layer);
-  const float* w2 = variable(w, kConv2Layer, "conv2/weights");
-  linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(), w2, ga,
-                  g("conv2/weights"), g("conv2/biases"), nullptr);
-  layer_enqueued();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
-  ops::conv_input_grad_fast(s, ga, 64, w2, shape2, kKernel, col2.as<float>(), gb);  // dnorm1
-  params.release(kConv2Layer);
-
-  // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
-  s.set_scope("norm1 grad");
-  ops::lrn_backward(s, shape2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
-                    norm1_scale.as<float>(), gb, ga);  // dpool1
-  const Nhwc shape1{b, 24, 24, 64};
-  s.set_scope("pool1 grad");
-  ops::max_pool_backward_fast(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
-  s.set_scope("conv1 grad");
-  ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
-  // conv1's weights are not read: no gradient is taken for the images (dx is null), so
-  // they are not acquired (ZeRO-3 need not gather them a second time).
-  linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
-                  nullptr, gb, g("conv1/weights"), g("conv1/biases"), nullptr);
-  layer_enqueued();  // conv1
+  s.set_scope((layer_names()[static_cast<std::size_t>(layer)] + " grad").c_str());
+  switch (layer) {
+    case kSoftmaxLinear:  // logits = local4 w + b, no ReLU
+      linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(),
+                      p("softmax_linear/weights"), dlogits.as<float>(),
+                      g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
+      done();
+      break;
+    case kLocal4:  // local4 = relu(local3 w + b)
+      ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
+      linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
+                      g("local4/weights"), g("local4/biases"), gb);
+      add_weight_decay("local4/weights");
+      done();
+      break;
+    case kLocal3:  // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
+      ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
+      linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
+                      g("local3/weights"), g("local3/biases"), ga);
+      add_weight_decay("local3/weights");
+      done();
+      break;
+    // Block 2 backward: pool2 then norm2, the reverse of norm2 -> pool2.
+    case kPool2:
+      ops::max_pool_backward_fast(s, ga, pool2_argmax.as<int>(), shape2, gb);  // dnorm2
+      break;
+    case kNorm2:
+      ops::lrn_backward(s, shape2.pixels(), 64, kLrn, conv2.as<float>(), norm2.as<float>(),
+                        norm2_scale.as<float>(), gb, ga);  // dconv2
+      break;
+    case kConv2: {
+      ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
+      // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites
+      // col2, which is no longer needed once dw2 has been computed (the stream keeps that
+      // order), and col2im sums it into dnorm1: that product and col2im in one op, tile by
+      // tile (ops_fast_host.hpp).
+      const int columns2 = math::im2col_columns(kKernel, 64);
+      linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(),
+                      p("conv2/weights"), ga, g("conv2/weights"), g("conv2/biases"), nullptr);
+      done();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
+      ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel,
+                                col2.as<float>(), gb);  // dnorm1
+      break;
+    }
+    // Block 1 backward: norm1 then pool1, the reverse of pool1 -> norm1.
+    case kNorm1:
+      ops::lrn_backward(s, shape2.pixels(), 64, kLrn, pool1.as<float>(), norm1.as<float>(),
+                        norm1_scale.as<float>(), gb, ga);  // dpool1
+      break;
+    case kPool1:
+      ops::max_pool_backward_fast(s, ga, pool1_argmax.as<int>(), shape1, gb);  // dconv1
+      break;
+    case kConv1:
+      ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
+      linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64,
+                      col1.as<float>(), nullptr, gb, g("conv1/weights"), g("conv1/biases"),
+                      nullptr);
+      done();
+      break;
+    default:
+      break;  // checked above
+  }
+  if (k >= 0) params.release(k);
   s.set_scope("");
 }
 

@@ -27,8 +27,9 @@ inline constexpr int kFlat = 6 * 6 * 64;
 /// norm1 and norm2: tf.nn.lrn(depth_radius=4, bias=1.0, alpha=0.001/9.0, beta=0.75).
 inline constexpr ops::LrnParams kLrn{};
 
-/// gradient_layers() indices of the five layers (softmax_linear's gradients are final first).
-enum Layer {
+/// gradient_layers() indices of the five layers with variables (softmax_linear's gradients
+/// are final first). Not the Layer enum of network.hpp, which counts all nine layers.
+enum GradientLayerIndex {
   kSoftmaxLayer = 0,  ///< softmax_linear
   kLocal4Layer = 1,   ///< local4
   kLocal3Layer = 2,   ///< local3
@@ -61,6 +62,10 @@ class ParamSource {
 /// Variable `name` (of layer `layer`) inside that layer's parameters `layer_params`.
 const float* variable(const float* layer_params, int layer, const char* name);
 
+/// The GradientLayerIndex of a Layer with variables (conv1, conv2, local3, local4,
+/// softmax_linear), or -1 for the pooling and normalization layers, which have none.
+int gradient_layer_index(int layer);
+
 /// Buffers and layer helpers of one Network.
 struct Network::Impl {
   /// Allocates every buffer for `batch` images on `device` and fills `ones` (blocks).
@@ -72,6 +77,11 @@ struct Network::Impl {
   /// y[B, out] = x[B, in] w[in, out] + bias, then ReLU when `relu`.
   void dense_forward(Stream& s, const float* x, int in, const float* w, const float* bias,
                      int out, bool relu, float* y);
+  /// One layer's forward pass (Layer); conv1 reads `images`, the others the layer before.
+  /// A layer with variables acquires them from `params` just before its ops and releases
+  /// them after; with parameters by layer, local3 and local4 add their weight-decay terms
+  /// while they are held.
+  void forward_layer(Stream& s, int layer, const ParamSource& params, const float* images);
   /// inference(): images -> logits, keeping every activation for the backward pass.
   void inference(Stream& s, const ParamSource& params, const float* images);
   /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`. With
@@ -84,6 +94,18 @@ struct Network::Impl {
   /// Calls layer_done(k) (when set) once gradient_layers()[k]'s gradients are enqueued.
   void backward(Stream& s, const ParamSource& params, float* grads,
                 const LayerDone& layer_done = nullptr);
+  /// One layer's backward pass: reads its output's gradient from output_gradient(layer),
+  /// leaves its input's in output_gradient(layer - 1) (conv1: none). `layer_enqueued` is
+  /// called right after the last op writing a variable layer's gradients (chapter 6).
+  /// Its variables are acquired and released as in forward_layer(), except conv1's: no
+  /// gradient is taken for the images, so its weights are not read.
+  void backward_layer(Stream& s, int layer, const ParamSource& params, float* grads,
+                      const std::function<void()>& layer_enqueued);
+  /// The buffer holding the gradient of `layer`'s output during the backward pass: the
+  /// activation gradients alternate between grad_a and grad_b (network_backward.cpp).
+  Buffer& output_gradient(int layer);
+  /// The buffer holding `layer`'s output.
+  Buffer& layer_output(int layer);
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
   /// dw[in, out] = x^T dy, db[out] = dy^T ones. Then dx[rows, in] = dy w^T when dx is set.

@@ -96,6 +96,23 @@ void ema_update(Stream& stream, int n, float decay, const float* var, float* sha
       [=](const Ctx& c) { cuda::ema_update(c, n, decay, var, shadow); });
 }
 
+void momentum_update(Stream& stream, int n, float learning_rate, float momentum,
+                     const float* grad, float* velocity, float* w) {
+  stream.launch(
+      "momentum_update",
+      [=] { host::momentum_update(n, learning_rate, momentum, grad, velocity, w); },
+      [=](const Ctx& c) {
+        cuda::momentum_update(c, n, learning_rate, momentum, grad, velocity, w);
+      });
+}
+
+void adam_update(Stream& stream, int n, math::AdamScalars s, const float* grad, float* m,
+                 float* v, float* w) {
+  stream.launch(
+      "adam_update", [=] { host::adam_update(n, s, grad, m, v, w); },
+      [=](const Ctx& c) { cuda::adam_update(c, n, s, grad, m, v, w); });
+}
+
 void max_pool_forward(Stream& stream, const float* x, Nhwc in, float* y, int* argmax) {
   stream.launch(
       "max_pool", [=] { host::max_pool_forward(x, in, y, argmax); },

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "kernels/math/conv.hpp"
+#include "kernels/math/elementwise.hpp"
 #include "kernels/math/lrn.hpp"
 #include "kernels/math/pool.hpp"
 #include "kernels/math/shape.hpp"
@@ -69,6 +70,12 @@ void fill(Stream& stream, int n, float value, float* x);
 void sgd_update(Stream& stream, int n, float learning_rate, const float* grad, float* w);
 /// shadow[n] -= (1 - decay) * (shadow - var): one moving-average update, in place.
 void ema_update(Stream& stream, int n, float decay, const float* var, float* shadow);
+/// velocity[n] = momentum * velocity + grad; w[n] -= learning_rate * velocity (in place).
+void momentum_update(Stream& stream, int n, float learning_rate, float momentum,
+                     const float* grad, float* velocity, float* w);
+/// Adam: the moments m[n], v[n] and then w[n], in place (math::adam_step).
+void adam_update(Stream& stream, int n, math::AdamScalars s, const float* grad, float* m,
+                 float* v, float* w);
 
 // ---- Pooling and normalization ----
 

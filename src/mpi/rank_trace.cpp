@@ -8,10 +8,8 @@
 #include "mpi/mpi_check.hpp"
 
 namespace towers {
-namespace {
-
-// One span per line: "tower step stream start end name". Names have no newlines.
-std::string serialize(const std::vector<TraceEvent>& events, int rank, double offset_us) {
+std::string serialize_rank_events(const std::vector<TraceEvent>& events, int rank,
+                                  double offset_us) {
   std::ostringstream out;
   out.precision(3);
   out << std::fixed;
@@ -21,23 +19,32 @@ std::string serialize(const std::vector<TraceEvent>& events, int rank, double of
     // ranks' markers could not be told apart, and the merged analysis reads spans only.
     if (!e.is_span()) continue;
     out << e.device << ' ' << e.stream << ' ' << e.tower << ' ' << e.step << ' '
-        << e.start_us + offset_us << ' ' << e.end_us + offset_us << ' ' << e.name << '\n';
+        << e.start_us + offset_us << ' ' << e.end_us + offset_us << ' ' << (e.stamped ? 1 : 0)
+        << ' ' << e.ran_us.size();
+    // The kernels' own stamps travel too: without them rank 0 would judge concurrency from
+    // the event spans, in which an NCCL kernel waiting for its peer looks busy.
+    for (const auto& [start, end] : e.ran_us) out << ' ' << start + offset_us << ' ' << end + offset_us;
+    out << ' ' << e.name << '\n';
   }
   return out.str();
 }
 
-void parse_into(const std::string& text, int rank, std::vector<TraceEvent>& events) {
+void parse_rank_events(const std::string& text, int rank, std::vector<TraceEvent>& events) {
   std::istringstream in(text);
   TraceEvent e;
-  while (in >> e.device >> e.stream >> e.tower >> e.step >> e.start_us >> e.end_us) {
+  int stamped = 0;
+  std::size_t ran = 0;
+  while (in >> e.device >> e.stream >> e.tower >> e.step >> e.start_us >> e.end_us >> stamped >>
+         ran) {
+    e.stamped = stamped != 0;
+    e.ran_us.assign(ran, {0.0, 0.0});
+    for (auto& [start, end] : e.ran_us) in >> start >> end;
     in.get();  // the space before the name
     std::getline(in, e.name);
     if (e.device >= 0) e.device = rank;  // rank r's device is device r of the job
     events.push_back(e);
   }
 }
-
-}  // namespace
 
 double clock_offset_us(const MpiJob& job, const Trace& trace) {
   constexpr int kRounds = 8;
@@ -75,7 +82,7 @@ double clock_offset_us(const MpiJob& job, const Trace& trace) {
 
 std::vector<TraceEvent> gather_rank_events(const MpiJob& job, const std::vector<TraceEvent>& mine,
                                            double offset_us) {
-  const std::string text = serialize(mine, job.rank(), offset_us);
+  const std::string text = serialize_rank_events(mine, job.rank(), offset_us);
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(job.size()), offsets(job.size());
   MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, job.comm()));
@@ -88,7 +95,7 @@ std::vector<TraceEvent> gather_rank_events(const MpiJob& job, const std::vector<
                         MPI_CHAR, 0, job.comm()));
   std::vector<TraceEvent> events;
   if (job.rank() != 0) return events;
-  for (int r = 0; r < job.size(); ++r) parse_into(all.substr(offsets[r], lengths[r]), r, events);
+  for (int r = 0; r < job.size(); ++r) parse_rank_events(all.substr(offsets[r], lengths[r]), r, events);
   std::stable_sort(events.begin(), events.end(),
                    [](const TraceEvent& a, const TraceEvent& b) { return a.start_us < b.start_us; });
   return events;

@@ -16,6 +16,7 @@
 // only: the timeline has one host row. Introduced in chapter 5.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "mpi/mpi_job.hpp"
@@ -33,5 +34,13 @@ double clock_offset_us(const MpiJob& job, const Trace& trace);
 /// every rank calls it, in the same order.
 std::vector<TraceEvent> gather_rank_events(const MpiJob& job, const std::vector<TraceEvent>& mine,
                                            double offset_us);
+
+/// The text one rank sends in gather_rank_events: one span per line, "device stream tower
+/// step start end stamped n ran_start ran_end ... name", its times shifted by `offset_us`.
+/// Host spans only from rank 0. Apart for tests (no MPI needed).
+std::string serialize_rank_events(const std::vector<TraceEvent>& events, int rank,
+                                  double offset_us);
+/// Appends the spans of `text` (serialize_rank_events's) to `events`, put on device `rank`.
+void parse_rank_events(const std::string& text, int rank, std::vector<TraceEvent>& events);
 
 }  // namespace towers

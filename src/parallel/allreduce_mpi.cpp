@@ -94,13 +94,9 @@ std::unique_ptr<RankAllReduce> make_rank_allreduce(Runtime& runtime, Device& dev
       throw UsageError("--allreduce nccl needs the cuda backend (real GPUs), but this run uses the "
                        "host backend. Use --allreduce mpi or ring.");
     }
-    if (job.local_size() > runtime.device_count()) {
-      throw UsageError(std::to_string(job.local_size()) + " ranks on this machine would share " +
-                       std::to_string(runtime.device_count()) +
-                       " GPU(s), and NCCL needs one GPU per rank. Start at most " +
-                       std::to_string(runtime.device_count()) +
-                       " ranks per machine (mpirun -n ...), or use --backend host --allreduce mpi.");
-    }
+    // Ranks that would share a GPU are refused by the NCCL all-reduce itself, which compares
+    // the GPUs' UUIDs: counting the GPUs this process sees would refuse a launcher that
+    // shows each rank only its own.
     return make_nccl_rank_allreduce(device, job, watchdog);
   }
   if (resolved != "mpi" && resolved != "ring") {

@@ -16,10 +16,13 @@
 // it aborts the communicator (ncclCommAbort, which frees a kernel stuck waiting for a
 // dead peer) and throws, and run_rank_program() ends the job. Built only with CUDA.
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "base/usage_error.hpp"
 #include "kernels/cuda/check.hpp"
 #include "mpi/mpi_check.hpp"
 #include "parallel/allreduce_mpi.hpp"
@@ -27,6 +30,32 @@
 
 namespace towers {
 namespace {
+
+// NCCL needs one GPU per rank. Ranks compare the UUIDs of their GPUs rather than counting
+// the GPUs they see: a launcher that shows each rank one GPU (CUDA_VISIBLE_DEVICES) gives
+// every rank "one GPU, number 0", yet all of them distinct. Every rank gets every UUID, so
+// every rank throws the same message.
+void refuse_shared_gpus(int ordinal, const MpiJob& job, Watchdog& watchdog) {
+  cudaDeviceProp properties{};
+  CUDA_CHECK(cudaGetDeviceProperties(&properties, ordinal));
+  std::vector<char> uuids(static_cast<std::size_t>(job.size()) * sizeof properties.uuid.bytes);
+  {
+    Watchdog::Scope waiting(watchdog, "MPI_Allgather of the GPUs' UUIDs", -1);
+    MPI_CHECK(MPI_Allgather(properties.uuid.bytes, sizeof properties.uuid.bytes, MPI_BYTE,
+                            uuids.data(), sizeof properties.uuid.bytes, MPI_BYTE, job.comm()));
+  }
+  const std::size_t width = sizeof properties.uuid.bytes;
+  for (int a = 0; a < job.size(); ++a) {
+    for (int b = a + 1; b < job.size(); ++b) {
+      if (std::memcmp(&uuids[a * width], &uuids[b * width], width) == 0) {
+        throw UsageError("ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                         " would share one GPU, and NCCL needs one GPU per rank. Start at most "
+                         "as many ranks per machine as it has GPUs (mpirun -n ...), or use "
+                         "--backend host --allreduce mpi.");
+      }
+    }
+  }
+}
 
 class NcclRankAllReduce final : public RankAllReduce {
  public:
@@ -39,7 +68,12 @@ class NcclRankAllReduce final : public RankAllReduce {
       MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, job.comm()));
     }
     CUDA_CHECK(cudaSetDevice(device.index()));  // runtime device i is CUDA ordinal i
-    NCCL_CHECK(ncclCommInitRank(&comm_, job.size(), id, job.rank()));
+    refuse_shared_gpus(device.index(), job, watchdog);
+    {
+      // Joining waits for every rank: a rank that never arrives is the watchdog's to name.
+      Watchdog::Scope waiting(watchdog, "ncclCommInitRank", -1);
+      NCCL_CHECK(ncclCommInitRank(&comm_, job.size(), id, job.rank()));
+    }
     // docs-end: nccl-bootstrap
     comm_stream_ = device.create_stream();
     gradients_ready_ = device.create_event();

@@ -241,4 +241,33 @@ double bubble_fraction(const std::vector<std::vector<TimedOp>>& timeline) {
   return 1.0 - busy_total / (stages * (last - first));
 }
 
+void enqueue_in_dependency_order(const PipelineShape& shape,
+                                 const std::vector<std::vector<StageOp>>& schedules,
+                                 const std::function<void(int stage, const StageOp& op)>& enqueue) {
+  const int p = shape.stages;
+  const int num_virtual = shape.virtual_stages();
+  std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+  std::vector<std::vector<bool>> forward_enqueued(
+      static_cast<std::size_t>(num_virtual), std::vector<bool>(static_cast<std::size_t>(shape.micro_batches)));
+  std::vector<std::vector<bool>> backward_enqueued = forward_enqueued;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int s = 0; s < p; ++s) {
+      const auto& ops = schedules[static_cast<std::size_t>(s)];
+      for (auto& n = next[static_cast<std::size_t>(s)]; n < ops.size(); ++n, progress = true) {
+        const StageOp& op = ops[n];
+        if (const auto before = dependency(shape, s, op)) {
+          const int there = virtual_stage(shape, before->stage, before->op.chunk);
+          const auto& done = before->op.pass == Pass::kForward ? forward_enqueued : backward_enqueued;
+          if (!done[static_cast<std::size_t>(there)][static_cast<std::size_t>(op.micro_batch)]) break;
+        }
+        enqueue(s, op);
+        const int here = virtual_stage(shape, s, op.chunk);
+        (op.pass == Pass::kForward ? forward_enqueued : backward_enqueued)
+            [static_cast<std::size_t>(here)][static_cast<std::size_t>(op.micro_batch)] = true;
+      }
+    }
+  }
+}
+
 }  // namespace towers

@@ -21,6 +21,7 @@
 // schedule on ideal devices to show it. Thread-safe (no state).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -93,6 +94,15 @@ int warmup_forwards(PipelineSchedule schedule, const PipelineShape& shape, int s
 /// chunk. `shape` must have no pipeline_shape_problem().
 std::vector<StageOp> stage_schedule(PipelineSchedule schedule, const PipelineShape& shape,
                                     int stage);
+
+/// Calls enqueue(s, op) once for every op of every stage's schedule (schedules[s]), each
+/// stage's in its order, and an op only after the op it depends on (dependency()) was
+/// passed: an event waited on before it is recorded does not wait (as in CUDA), so a
+/// host that only enqueues must enqueue the recording op first. Each pass takes every
+/// stage as far as it can go.
+void enqueue_in_dependency_order(const PipelineShape& shape,
+                                 const std::vector<std::vector<StageOp>>& schedules,
+                                 const std::function<void(int stage, const StageOp& op)>& enqueue);
 
 /// The most micro-batch activations `ops` hold at once: a forward stashes one until its
 /// backward frees it.

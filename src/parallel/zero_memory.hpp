@@ -11,7 +11,10 @@
 //
 // The paper's mixed precision has b_p = b_g = 2 (fp16) and k = 12 (fp32 master copy,
 // Adam's two moments). The tutorial trains in fp32 with one moving average per
-// parameter: b_p = b_g = k = 4. Activations are not in the formula: they depend on the
+// parameter: b_p = b_g = k = 4. Chapter 8's --optimizer adds state: momentum keeps a
+// velocity (k = 8), Adam two moments (k = 12, the paper's k by coincidence: there it is a
+// master copy and two moments, here a moving average and two moments); see
+// optimizer_state_bytes(). Activations are not in the formula: they depend on the
 // batch, not on Ψ, and no stage divides them.
 //
 // The paper counts what a device keeps between steps. At its peak a device also holds
@@ -26,6 +29,8 @@
 // measured bytes of a sharded category lie in [formula, formula + one element per tower).
 // The same function serves the tests, the chapter's summary and its printed table.
 #pragma once
+
+#include "model/optimizer_kind.hpp"
 
 namespace towers {
 
@@ -48,6 +53,13 @@ struct ZeroBytes {
   /// All three: the model state of one device.
   constexpr double total() const { return parameters + gradients + optimizer_state; }
 };
+
+/// k for chapter 8's optimizers, in fp32 bytes per parameter: the tutorial's moving
+/// average (every optimizer keeps it) plus the optimizer's own state. SGD 4, momentum 8
+/// (the velocity), Adam 12 (the two moments).
+constexpr double optimizer_state_bytes(model::Optimizer optimizer) {
+  return 4.0 * model::optimizer_state_floats(optimizer);
+}
 
 /// Highest ZeRO stage the formula knows.
 inline constexpr int kMaxZeroStage = 3;

@@ -15,7 +15,8 @@ std::unique_ptr<Graph> capture_graph(Runtime& runtime, Stream& origin,
 }
 
 void prepare_for_capture(Stream& stream) {
-  stream.launch("prepare capture", [] {}, [](const CudaLaunchContext&) {});
+  // Makes the stream's cuBLAS handle and workspace now: cudaMalloc cannot be captured.
+  stream.launch("prepare capture", [] {}, [](const CudaLaunchContext& ctx) { (void)ctx.blas(); });
 }
 
 }  // namespace towers

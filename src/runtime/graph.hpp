@@ -74,7 +74,7 @@ class CaptureError : public std::logic_error {
 std::unique_ptr<Graph> capture_graph(Runtime& runtime, Stream& origin,
                                      const std::function<void()>& enqueue);
 
-/// Enqueues an empty op on `stream`: on cuda its first launch makes the stream's cuBLAS
+/// Enqueues an op on `stream` that, on cuda, makes the stream's cuBLAS
 /// handle, which allocates, so do this for every stream before capturing it.
 void prepare_for_capture(Stream& stream);
 

@@ -49,11 +49,17 @@ std::optional<std::pair<unsigned long long, unsigned long long>> KernelStampBuff
     unsigned long long seq) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (owned_.count(seq) == 0) return std::nullopt;
+  const auto complete = [seq](const KernelStampRecord* r) {
+    return r->seq == seq && r->check == stamp_check(r->start_ns, r->end_ns, seq);
+  };
   const KernelStampRecord* r = &mirror_[index_of(seq)];
-  if (r->seq != seq) {
-    refresh();  // the host copy predates this launch's end: copy the ring again
+  if (!complete(r)) {
+    // The host copy predates this launch's end, or caught its record half written (see
+    // stamp_check): copy the ring again. The caller knows the launch has finished, so
+    // this copy holds its final record.
+    refresh();
     r = &mirror_[index_of(seq)];
-    if (r->seq != seq) return std::nullopt;
+    if (!complete(r)) return std::nullopt;
   }
   return std::make_pair(r->start_ns, r->end_ns);
 }
@@ -92,7 +98,8 @@ std::optional<std::vector<std::pair<double, double>>> OpKernelStamps::ran_us() c
   for (unsigned long long seq : seqs_) {
     auto ns = buffer_->read(seq);
     if (!ns) return std::nullopt;
-    intervals.emplace_back(clock_.to_trace_us(ns->first), clock_.to_trace_us(ns->second));
+    const unsigned long long end_ns = std::max(ns->second, ns->first + clock_.tick_ns);
+    intervals.emplace_back(clock_.to_trace_us(ns->first), clock_.to_trace_us(end_ns));
   }
   return intervals;
 }

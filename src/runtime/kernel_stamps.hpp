@@ -39,8 +39,21 @@ struct KernelStampRecord {
   unsigned long long blocks_done;     ///< scratch: blocks finished so far
   unsigned long long start_ns;        ///< %globaltimer when the first block started
   unsigned long long end_ns;          ///< %globaltimer once the last block finished
+  unsigned long long check;           ///< stamp_check(start_ns, end_ns, seq), before seq
   unsigned long long seq;             ///< the launch's number, written last: "this is mine"
 };
+
+/// The check word a kernel writes beside its stamp. The host copies the ring while other
+/// launches may be writing their records, and a copy engine gives no order between the
+/// words it reads: a record of a launch still running can arrive with its new `seq` but
+/// the previous owner's times. Such a record fails this check (its `check` belongs to the
+/// other `seq`), and the reader copies the ring again once the launch has finished.
+/// Rotations, so that no two of the three words cancel each other.
+constexpr unsigned long long stamp_check(unsigned long long start_ns, unsigned long long end_ns,
+                                         unsigned long long seq) {
+  const auto rotl = [](unsigned long long x, int k) { return (x << k) | (x >> (64 - k)); };
+  return start_ns ^ rotl(end_ns, 21) ^ rotl(seq, 42) ^ 0x9E3779B97F4A7C15ull;
+}
 
 /// What a kernel is given: where to stamp, and the number that marks the record as its own.
 /// `record == nullptr`: do not stamp (tracing off, or the ring was full).
@@ -62,9 +75,16 @@ class KernelStampSink {
 /// Maps one device's %globaltimer onto the trace's time axis: `anchor_ns` was read by a
 /// kernel at trace time `anchor_trace_us`. Differences between stamps of one device are
 /// exact (ns); the anchor itself is known to a few microseconds.
+///
+/// %globaltimer counts in nanoseconds but without a profiler commonly changes only about
+/// once a microsecond (`tick_ns`, measured when the device is opened). A kernel shorter
+/// than a tick may start and end on the same reading: zero width, and it would vanish from
+/// the concurrency analysis. Its interval is widened to one tick, the most it can have
+/// lasted and still read so (OpKernelStamps::ran_us).
 struct StampClock {
   unsigned long long anchor_ns = 0;  ///< a %globaltimer reading
   double anchor_trace_us = 0;        ///< the trace time of that reading (Trace::now_us)
+  unsigned long long tick_ns = 0;    ///< the clock's smallest change; 0: not measured
   /// The trace time of the %globaltimer reading `ns` (also before the anchor).
   double to_trace_us(unsigned long long ns) const;
 };
@@ -122,8 +142,8 @@ class OpKernelStamps final : public KernelStampSink {
   OpKernelStamps& operator=(const OpKernelStamps&) = delete;
 
   KernelStamp next() override;
-  /// When the op's stamped kernels ran, in trace microseconds; empty when the op launched
-  /// none (cuBLAS only, copies). Call once the op's end event has completed: then nothing
+  /// When the op's stamped kernels ran, in trace microseconds, each at least one clock
+  /// tick wide; empty when the op launched none (cuBLAS only, copies). Call once the op's end event has completed: then nothing
   /// means a record was lost (its span was dropped and the record reused meanwhile).
   std::optional<std::vector<std::pair<double, double>>> ran_us() const;
   /// Whether a launch of this op ran unstamped (ring full): its intervals are incomplete.

@@ -14,9 +14,11 @@ Trace::Resolve resolve_when_complete(SpanEvents events) {
     span.start_us = events.epoch_host_us + start_ms * 1000.0;
     span.end_us = events.epoch_host_us + end_ms * 1000.0;
     if (events.stamps) {
-      // The kernels finished before `end` completed, so their records are final now.
+      // The kernels finished before `end` completed, so their records are final now. An
+      // op that launched none of our kernels (cuBLAS only, a graph replay) has no stamps
+      // to tell: not stamped, so the analysis does not read "no kernel ran" from it.
       auto ran = events.stamps->ran_us();
-      span.stamped = ran.has_value() && !events.stamps->missed();
+      span.stamped = ran.has_value() && !ran->empty() && !events.stamps->missed();
       if (ran) span.ran_us = std::move(*ran);
     }
     return true;

@@ -23,7 +23,10 @@ class KernelStampSink;
 /// that headers outside kernels/cuda never include CUDA headers.
 struct CudaLaunchContext {
   void* stream = nullptr;       ///< cudaStream_t
-  void* blas = nullptr;         ///< cublasHandle_t bound to `stream`
+  /// The stream's cublasHandle_t, bound to `stream`, made on the first call: only streams
+  /// that run a GEMM pay for a handle and its workspace, and for its destruction, which
+  /// synchronizes the whole device. Empty in a context made by hand (tests).
+  std::function<void*()> blas = {};
   int device = 0;               ///< CUDA device ordinal; already current during the call
   KernelStampSink* stamps = nullptr;  ///< where kernels stamp their run; null: untraced
 };

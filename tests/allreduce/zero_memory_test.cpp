@@ -72,5 +72,18 @@ TEST(ZeroMemory, WireBytesAreTheAllReducesAndHalfAgainAtStageThree) {
   EXPECT_EQ(zero_wire_bytes_per_step(3, 1000, 1, 4, 1000), 0.0);  // one tower: no wire
 }
 
+// Chapter 8's --optimizer: k is the moving average's 4 bytes plus 4 per float of the
+// optimizer's own state, and only the optimizer-state column changes with it.
+TEST(ZeroMemory, KPerOptimizerIsTheMovingAveragePlusItsOwnState) {
+  EXPECT_EQ(optimizer_state_bytes(model::Optimizer::kSgd), 4.0);
+  EXPECT_EQ(optimizer_state_bytes(model::Optimizer::kMomentum), 8.0);  // + velocity
+  EXPECT_EQ(optimizer_state_bytes(model::Optimizer::kAdam), 12.0);     // + m and v
+  const ZeroSizes adam{1000, 4, 4, 4, optimizer_state_bytes(model::Optimizer::kAdam)};
+  EXPECT_EQ(zero_bytes_per_device(0, adam).optimizer_state, 12000.0);
+  EXPECT_EQ(zero_bytes_per_device(1, adam).optimizer_state, 3000.0);
+  EXPECT_EQ(zero_bytes_per_device(1, adam).parameters, 4000.0);
+  EXPECT_EQ(zero_bytes_per_device(1, adam).total(), 11000.0);  // against 20000 unsharded
+}
+
 }  // namespace
 }  // namespace towers

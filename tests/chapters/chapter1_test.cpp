@@ -12,6 +12,8 @@
 #include "data/cifar10.hpp"
 #include "data/preprocess.hpp"
 #include "data/synthetic.hpp"
+#include "model/checkpoint.hpp"
+#include "model/parameters.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -117,6 +119,35 @@ TEST(SyntheticSet, LinearClassifierOnRawPixelsStaysBelowSixtyPercent) {
   std::printf("softmax regression on raw pixels: %.3f test accuracy\n", accuracy);
   EXPECT_GT(accuracy, 0.12) << "above chance: the regression did learn something";
   EXPECT_LT(accuracy, 0.60);
+}
+
+// --accumulate m takes one update from the mean of m micro-batches' gradients. The mean
+// of the micro-batches' mean losses is the batch's mean loss, so the update equals one
+// batch of B up to rounding (summed in another order: not the same bits); a sum instead
+// of a mean would move the parameters m times as far. Chapter 9's test holds the bits.
+TEST(SingleGpu, AccumulatingMicroBatchesTakesTheBatchMeanStep) {
+  const base::TempDir scratch("ch1-accumulate");
+  const auto one = scratch.path() / "one.params", four = scratch.path() / "four.params";
+  const std::string flags = "--backend host --host-threads 1 --batch-size 8 --save-params ";
+  auto r1 = run("01_single_gpu", flags + one.string() + " --steps 1");
+  auto r4 = run("01_single_gpu", flags + four.string() + " --steps 1 --accumulate 4");
+  ASSERT_EQ(r1.exit_code, 0) << r1.output;
+  ASSERT_EQ(r4.exit_code, 0) << r4.output;
+  EXPECT_EQ(r4.last("accumulate"), "4");
+  std::vector<float> p0(model::kNumParameters);  // --seed 1's initial values
+  model::initialize_parameters(1, p0.data());
+  const auto p1 = model::load_checkpoint(one).params;
+  const auto p4 = model::load_checkpoint(four).params;
+  double step = 0, difference = 0;  // squared norms
+  for (std::size_t i = 0; i < model::kNumParameters; ++i) {
+    step += (p1[i] - p0[i]) * (p1[i] - p0[i]);
+    difference += (p4[i] - p1[i]) * (p4[i] - p1[i]);
+  }
+  ASSERT_GT(step, 0.0);
+  EXPECT_LT(std::sqrt(difference), 1e-3 * std::sqrt(step)) << "not the batch's mean step";
+  auto odd = run("01_single_gpu", "--backend host --steps 1 --batch-size 10 --accumulate 4");
+  EXPECT_EQ(odd.exit_code, 2) << odd.output;
+  EXPECT_NE(odd.output.find("not a multiple of --accumulate 4"), std::string::npos) << odd.output;
 }
 
 }  // namespace

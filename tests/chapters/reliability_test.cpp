@@ -209,7 +209,7 @@ TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
   EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
 }
 
-// --- Kill -9 and resume, chapters 4, 6 and 7 -------------------------------------------
+// --- Kill -9 and resume, chapters 4, 6, 7 and 8 -------------------------------------------
 
 // Runs `program` kSteps steps in one go, and again saving every step but SIGKILLed once it
 // has logged step 3 (its checkpoint of step 3 is then complete), then resumed to kSteps:
@@ -266,6 +266,12 @@ TEST(KillAndResume, Chapter6ContinuesByteForByte) {
 }
 
 TEST(KillAndResume, Chapter7ContinuesByteForByte) { expect_kill_and_exact_resume("07_graph"); }
+
+// ZeRO-1: each tower keeps half the moving averages. The checkpoint holds them put together
+// and the resumed run gives each tower its shard back: the bytes of a run never stopped.
+TEST(KillAndResume, Chapter8sShardedAveragesContinueByteForByte) {
+  expect_kill_and_exact_resume("08_sharded", "--zero 1");
+}
 
 // The iterators and the queue record the input's position in the same terms, so a
 // checkpoint of one resumes the other; one of another --seed is refused by flag.

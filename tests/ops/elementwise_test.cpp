@@ -3,6 +3,7 @@
 // backward against finite differences.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "check.hpp"
@@ -65,6 +66,46 @@ TEST(EmaUpdate, MovesTheShadowTowardsTheVariable) {
   host::ema_update(2, 0.75f, var.data(), shadow.data());
   // shadow - (1 - 0.75) * (shadow - var)
   EXPECT_EQ(shadow, (std::vector<float>{1.5f, 3.0f}));
+}
+
+
+TEST(MomentumUpdate, AccumulatesTheVelocityThenSteps) {
+  std::vector<float> w = {1.0f, -2.0f};
+  std::vector<float> velocity = {0.5f, 0.0f};
+  const std::vector<float> grad = {0.25f, -4.0f};
+  host::momentum_update(2, 0.5f, 0.5f, grad.data(), velocity.data(), w.data());
+  // velocity = 0.5 * velocity + grad; w -= 0.5 * velocity (the new one)
+  EXPECT_EQ(velocity, (std::vector<float>{0.5f, -4.0f}));
+  EXPECT_EQ(w, (std::vector<float>{0.75f, 0.0f}));
+}
+
+TEST(AdamUpdate, FirstStepMovesEachWeightByTheStepSizeWhateverItsGradient) {
+  // From m = v = 0, one step leaves m = (1 - beta1) g and v = (1 - beta2) g^2. With the
+  // bias correction in the step size (1 / (1 - beta1), sqrt(1 - beta2)), m / sqrt(v) is
+  // the sign of g: every weight moves by the step size, a gradient 1000 times larger
+  // included. Exact values with beta1 = beta2 = 0.5 and epsilon = 0 (powers of two).
+  math::AdamScalars s;
+  s.beta1 = 0.5f;
+  s.beta2 = 0.5f;
+  s.epsilon = 0.0f;
+  s.step_size = 0.25f;
+  std::vector<float> w = {1.0f, 1.0f}, m = {0.0f, 0.0f}, v = {0.0f, 0.0f};
+  const std::vector<float> grad = {2.0f, -2048.0f};
+  host::adam_update(2, s, grad.data(), m.data(), v.data(), w.data());
+  EXPECT_EQ(m, (std::vector<float>{1.0f, -1024.0f}));
+  EXPECT_EQ(v, (std::vector<float>{2.0f, 2097152.0f}));
+  // w - 0.25 * m / sqrt(v): 1 - 0.25 / sqrt(2) and 1 + 0.25 * 1024 / 1024 sqrt(2)
+  EXPECT_FLOAT_EQ(w[0], 1.0f - 0.25f / std::sqrt(2.0f));
+  EXPECT_FLOAT_EQ(w[1], 1.0f + 0.25f / std::sqrt(2.0f));
+}
+
+TEST(AdamUpdate, EpsilonKeepsAZeroGradientFinite) {
+  math::AdamScalars s;  // the defaults: beta1 0.9, beta2 0.999, epsilon 1e-8
+  s.step_size = 0.001f;
+  std::vector<float> w = {3.0f}, m = {0.0f}, v = {0.0f};
+  const std::vector<float> grad = {0.0f};
+  host::adam_update(1, s, grad.data(), m.data(), v.data(), w.data());
+  EXPECT_EQ(w[0], 3.0f);  // 0 / (0 + epsilon): no step, and no NaN
 }
 
 }  // namespace

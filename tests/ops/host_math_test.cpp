@@ -118,6 +118,36 @@ TEST(HostMath, ElementwiseOps) {
       got = x;
       host::ema_update(n, 0.9999f, dy.data(), got.data());
       expect_same_bits(got, want, "ema_update" + what);
+
+      // Chapter 8's optimizers: the host loop against the per-element math, state included.
+      {
+        std::vector<float> velocity = dy, want_velocity(n);
+        for (Index i = 0; i < n; ++i) {
+          want_velocity[i] = math::momentum_velocity(i, dy.data(), x.data(), 0.9f);
+          want[i] = math::sgd_update(i, x.data(), want_velocity.data(), 0.01f);
+        }
+        got = x;
+        host::momentum_update(n, 0.01f, 0.9f, x.data(), velocity.data(), got.data());
+        expect_same_bits(velocity, want_velocity, "momentum velocity" + what);
+        expect_same_bits(got, want, "momentum_update" + what);
+      }
+      {
+        math::AdamScalars s;
+        s.step_size = 0.001f;
+        std::vector<float> m = dy, v(n), want_m(n), want_v(n);
+        for (Index i = 0; i < n; ++i) v[i] = dy[i] * dy[i];
+        for (Index i = 0; i < n; ++i) {
+          want_m[i] = math::adam_first_moment(i, m.data(), x.data(), s.beta1);
+          want_v[i] = math::adam_second_moment(i, v.data(), x.data(), s.beta2);
+          want[i] = math::adam_step(i, x.data(), want_m.data(), want_v.data(), s.step_size,
+                                    s.epsilon);
+        }
+        got = x;
+        host::adam_update(n, s, x.data(), m.data(), v.data(), got.data());
+        expect_same_bits(m, want_m, "adam m" + what);
+        expect_same_bits(v, want_v, "adam v" + what);
+        expect_same_bits(got, want, "adam_update" + what);
+      }
     }
   }
 }

@@ -164,6 +164,28 @@ std::vector<OpResult> run_every_op(Runtime& runtime) {
     host::ema_update(channels, 0.9999f, y0.data(), shadow.data());
     ops::ema_update(s, channels, 0.9999f, f.upload(y0), dshadow);
     results.push_back({"ema_update", shadow, f.download(dshadow, channels), 1e-6});
+
+    // Chapter 8's optimizers, state included. Tolerance 0: no fused multiply-add, and sqrtf
+    // and the division are correctly rounded on both sides (kernels/math/elementwise.hpp).
+    auto mw = y0, velocity = x;
+    velocity.resize(n);
+    float *dmw = f.upload(mw), *dvelocity = f.upload(velocity);
+    host::momentum_update(n, 0.01f, 0.9f, y.data(), velocity.data(), mw.data());
+    ops::momentum_update(s, n, 0.01f, 0.9f, dyv, dvelocity, dmw);
+    results.push_back({"momentum velocity", velocity, f.download(dvelocity, n), 0.0});
+    results.push_back({"momentum_update", mw, f.download(dmw, n), 0.0});
+    math::AdamScalars adam;
+    adam.step_size = 0.001f;
+    auto aw = y0, am = x, av = g;
+    am.resize(n);
+    av.resize(n);
+    for (float& e : av) e *= e;  // a second moment is never negative
+    float *daw = f.upload(aw), *dam = f.upload(am), *dav = f.upload(av);
+    host::adam_update(n, adam, y.data(), am.data(), av.data(), aw.data());
+    ops::adam_update(s, n, adam, dyv, dam, dav, daw);
+    results.push_back({"adam m", am, f.download(dam, n), 0.0});
+    results.push_back({"adam v", av, f.download(dav, n), 0.0});
+    results.push_back({"adam_update", aw, f.download(daw, n), 0.0});
   }
   {  // max pool, LRN: conv1's 24x24x64 -> 12x12x64
     const math::Nhwc in{2, 24, 24, 64};

@@ -35,6 +35,7 @@ struct FakeDevice {
   void run(KernelStamp stamp, unsigned long long start_ns, unsigned long long end_ns) {
     stamp.record->start_ns = start_ns;
     stamp.record->end_ns = end_ns;
+    stamp.record->check = stamp_check(start_ns, end_ns, stamp.seq);
     stamp.record->seq = stamp.seq;
   }
 
@@ -67,6 +68,48 @@ TEST(KernelStamps, RecordIsReadOnlyOnceItsKernelWroteIt) {
   ASSERT_TRUE(ns.has_value());
   EXPECT_EQ(ns->first, 100u);
   EXPECT_EQ(ns->second, 250u);
+}
+
+TEST(KernelStamps, ATornCopyOfARecordIsCopiedAgainNotBelieved) {
+  // A ring of 2: launch 3 reuses launch 1's record. Its copy arrives with the new seq but
+  // the old times and check word (a copy engine orders no words), as when the ring was
+  // copied while launch 3 was still writing. Believed, it would give launch 1's times.
+  FakeDevice device(2);
+  KernelStamp first = device.buffer->acquire();
+  device.run(first, 100, 200);
+  ASSERT_TRUE(device.buffer->read(first.seq).has_value());
+  device.buffer->release(first.seq);
+  KernelStamp second = device.buffer->acquire();
+  KernelStamp third = device.buffer->acquire();
+  ASSERT_EQ(third.record, first.record);
+  device.run(second, 300, 400);
+  third.record->seq = third.seq;  // half written: the seq landed, the rest is launch 1's
+  const int copies_before = device.copies;
+  EXPECT_TRUE(device.buffer->read(second.seq).has_value());  // copies the torn record too
+  EXPECT_FALSE(device.buffer->read(third.seq).has_value())
+      << "the torn record was taken for launch 3's stamp";
+  device.run(third, 500, 650);  // the launch finishes; its record is whole
+  auto ns = device.buffer->read(third.seq);
+  ASSERT_TRUE(ns.has_value());
+  EXPECT_EQ(ns->first, 500u);
+  EXPECT_EQ(ns->second, 650u);
+  EXPECT_GT(device.copies, copies_before + 1) << "the torn record made the ring be copied again";
+}
+
+TEST(KernelStamps, AKernelWithinOneClockTickIsWidenedToTheTick) {
+  // %globaltimer commonly changes once a microsecond: a short kernel starts and ends on
+  // one reading. At zero width it would drop out of the concurrency analysis.
+  FakeDevice device(4);
+  const StampClock clock{1'000'000, 100.0, /*tick_ns=*/1000};
+  OpKernelStamps op(device.buffer, clock);
+  device.run(op.next(), 1'002'000, 1'002'000);  // one reading: shorter than a tick
+  device.run(op.next(), 1'004'000, 1'007'000);  // longer: kept as read
+  auto ran = op.ran_us();
+  ASSERT_TRUE(ran.has_value());
+  ASSERT_EQ(ran->size(), 2u);
+  EXPECT_DOUBLE_EQ((*ran)[0].first, 102.0);
+  EXPECT_DOUBLE_EQ((*ran)[0].second, 103.0) << "one tick wide";
+  EXPECT_DOUBLE_EQ((*ran)[1].second, 107.0);
 }
 
 TEST(KernelStamps, OneCopyOfTheRingServesEveryFinishedKernel) {
@@ -152,6 +195,32 @@ TEST(KernelStamps, ResolvedSpanCarriesItsKernelsAndStreamOccupancy) {
   ASSERT_EQ(spans[0].ran_us.size(), 1u);
   EXPECT_DOUBLE_EQ(spans[0].ran_us[0].first, 42.0);
   EXPECT_DOUBLE_EQ(spans[0].ran_us[0].second, 44.0);
+}
+
+TEST(KernelStamps, AnOpThatLaunchedNoStampedKernelIsNotStamped) {
+  // A graph replay (chapter 7) or a cuBLAS-only op takes stamps but launches none of our
+  // kernels. Counted as stamped, it made the step's concurrency "from kernel stamps" with
+  // no stamp in it: max_concurrent_towers=0 with concurrency_from=kernel_stamps on cuda.
+  RuntimeOptions options;
+  options.backend = BackendChoice::kHost;
+  auto rt = Runtime::create(options);
+  auto stream = rt->device(0).create_stream();
+  FakeDevice device(8);
+  SpanEvents events;
+  events.epoch = rt->device(0).create_event();
+  events.start = rt->device(0).create_event();
+  events.end = rt->device(0).create_event();
+  stream->record(*events.epoch);
+  stream->record(*events.start);
+  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
+  stream->record(*events.end);
+  stream->synchronize();
+  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "graph launch", 0, 0},
+                          resolve_when_complete(events));
+  std::vector<TraceEvent> spans = rt->trace().take();
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_FALSE(spans[0].stamped);
+  EXPECT_FALSE(analyze_step(spans, 3).from_kernel_stamps);
 }
 
 // On both backends (cuda where a GPU exists, as gpu-check runs it): two towers' busy

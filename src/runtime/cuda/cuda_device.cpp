@@ -58,18 +58,20 @@ void CudaDevice::make_kernel_stamps() {
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CudaEvent after(ordinal_, /*timing=*/true);
-  unsigned long long anchor_ns = 0;
+  unsigned long long anchor_ns = 0, tick_ns = 0;
   CUDA_CHECK(cudaMemsetAsync(raw, 0, bytes, stream));  // all-zero records: "none yet"
-  launch_cuda_read_clock(stream, &records[0].start_ns);
+  launch_cuda_read_clock(stream, &records[0].start_ns, &records[0].end_ns);
   CUDA_CHECK(cudaEventRecord(after.handle(), stream));
   CUDA_CHECK(cudaEventSynchronize(after.handle()));
   CUDA_CHECK(cudaMemcpy(&anchor_ns, &records[0].start_ns, sizeof anchor_ns,
                         cudaMemcpyDeviceToHost));
-  // Record 0 lent its start_ns to the reading: all-zero again before the ring hands it out.
+  CUDA_CHECK(cudaMemcpy(&tick_ns, &records[0].end_ns, sizeof tick_ns, cudaMemcpyDeviceToHost));
+  // Record 0 lent two words to the readings: all-zero again before the ring hands it out.
   CUDA_CHECK(cudaMemsetAsync(raw, 0, sizeof(KernelStampRecord), stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));
   release(cudaStreamDestroy(stream), "cudaStreamDestroy");
-  stamp_clock_ = {anchor_ns, epoch_host_us_ + after.elapsed_ms_since(*epoch_) * 1000.0};
+  stamp_clock_ = {anchor_ns, epoch_host_us_ + after.elapsed_ms_since(*epoch_) * 1000.0,
+                  tick_ns};
 
   stamps_ = std::make_shared<KernelStampBuffer>(
       records, kKernelStampRecords,

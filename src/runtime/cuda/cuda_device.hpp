@@ -68,7 +68,8 @@ class CudaDevice final : public Device {
 
 /// Launches a one-thread kernel on `stream` that writes %globaltimer to `out` (device
 /// memory). Used to anchor a device's kernel stamps (probe_kernels.cu).
-void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* out);
+void launch_cuda_read_clock(cudaStream_t stream, unsigned long long* reading,
+                            unsigned long long* tick);
 
 /// Loads the probe kernels (busy, rendezvous, its reset, the clock read) into CUDA device
 /// `ordinal`'s context now, for lazy module loading (probe_kernels.cu).

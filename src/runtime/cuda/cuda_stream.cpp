@@ -74,16 +74,23 @@ void CudaStream::traced(std::string_view name, bool stamped, Enqueue&& enqueue) 
 void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda) {
   trace_.count_host_enqueue();
   traced(name, /*stamped=*/true, [&](KernelStampSink* stamps) {
-    if (blas_ == nullptr) {
-      // Made on first use: chapters that never call cuBLAS never pay for a handle. Before
-      // a capture, prepare_for_capture() makes it: the workspace allocation cannot be captured.
-      CUBLAS_CHECK(cublasCreate(&blas_));
-      CUBLAS_CHECK(cublasSetStream(blas_, stream_));
-      CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
-      CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
-    }
-    cuda(CudaLaunchContext{stream_, blas_, device_.index(), stamps});
+    cuda(CudaLaunchContext{stream_, [this] { return static_cast<void*>(blas_handle()); },
+                           device_.index(), stamps});
   });
+}
+
+cublasHandle_t CudaStream::blas_handle() {
+  if (blas_ == nullptr) {
+    // Made on first use: streams that never run a GEMM (communication, copies, probes)
+    // never pay for a handle, nor for its destruction (cublasDestroy synchronizes the
+    // device). Before a capture, prepare_for_capture() makes it: the workspace allocation
+    // cannot be captured.
+    CUBLAS_CHECK(cublasCreate(&blas_));
+    CUBLAS_CHECK(cublasSetStream(blas_, stream_));
+    CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
+  }
+  return blas_;
 }
 
 void CudaStream::copy(void* dst, const void* src, std::size_t bytes, std::string_view name) {

@@ -48,9 +48,11 @@ __device__ inline void stamp_end(KernelStamp stamp) {
   // Every other block has counted itself, so every start offer is in, and now is after
   // every block's end.
   const unsigned long long end = globaltimer_ns();
-  r->start_ns = ~atomicExch(&r->first_inverted, 0ull);
+  const unsigned long long start = ~atomicExch(&r->first_inverted, 0ull);
+  r->start_ns = start;
   r->blocks_done = 0;
   r->end_ns = end;
+  r->check = stamp_check(start, end, stamp.seq);  // a torn copy of the record fails it
   __threadfence();  // start and end before seq: a record with the right seq is complete
   *reinterpret_cast<volatile unsigned long long*>(&r->seq) = stamp.seq;
 }

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// bench_sharded: chapter 8's step time and memory per device, per ZeRO stage, device count
+// N and simulated link speed; one row per case.
+//
+//   build/bin/bench_sharded                                   # host: --zero 0,1, N = 1..8
+//   build/bin/bench_sharded --links 10,1 --optimizers sgd,adam --repeats 2
+//
+// It runs build/bin/08_sharded itself and reads its `summary:` line: step_ms (mean step,
+// first excluded), allreduce_ms (the ring's time per step, both halves), and the memory
+// ledger's peaks, the largest over devices: optimizer state, the model state (parameters +
+// gradients + optimizer state), activations and everything (total). `formula` is ZeRO's
+// closed form of the model state for the same stage, N and optimizer (the program prints
+// it from src/parallel/zero_memory.hpp); the ledger's model state may exceed it by one
+// element of a shard per category, no more. Memory does not depend on the load, so one
+// run gives it; step time does, so each case keeps the fastest of `repeats` runs.
+// `same`: the stage's moving averages (averages_hash) and final loss equal the first
+// stage's for the same optimizer, N and link: sharding changed no bit. Must be yes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/process.hpp"
+#include "cli/options.hpp"
+#include "cli/summary.hpp"
+
+namespace towers {
+namespace {
+
+struct BenchOptions {
+  std::vector<int> stages = {0, 1};          // the ZeRO stages chapter 8 runs
+  std::vector<int> devices = {1, 2, 4, 8};   // N
+  std::vector<double> links = {10, 1};       // Gb/s; 0: unlimited
+  std::vector<std::string> optimizers = {"sgd"};
+  int batch_size = 16;
+  int steps = 4;
+  int repeats = 1;
+  std::string bin_dir;  // empty: where this program is
+};
+
+using SummaryMap = std::map<std::string, std::string>;
+
+std::string own_directory() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+// Runs `argv` (no shell: --bin-dir may hold spaces or ';'); returns the last summary line
+// it printed; throws when there is none.
+SummaryMap run_chapter(const std::vector<std::string>& argv) {
+  const auto [status, text] = base::run_argv(argv);
+  const auto summaries = parse_summaries(text);
+  if (status != 0 || summaries.empty() || !summaries.back().contains("peak_total_bytes")) {
+    std::string command;
+    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
+    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
+    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
+  }
+  return summaries.back();
+}
+
+// A number as a flag's value: 0.25, 1, 10 (as people type them, not 0.250000).
+std::string flag_number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
+double mb(const SummaryMap& s, const std::string& key) { return number(s, key) / 1e6; }
+long long bytes(const SummaryMap& s, const std::string& key) {
+  return static_cast<long long>(number(s, key));
+}
+
+SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
+  SummaryMap best;
+  for (int r = 0; r < repeats; ++r) {
+    SummaryMap s = run_chapter(command);
+    if (r == 0 || number(s, "step_ms") < number(best, "step_ms")) best = s;
+  }
+  return best;
+}
+
+int run(const BenchOptions& o) {
+  if (o.steps < 2 || o.repeats < 1 || o.batch_size < 1 || o.stages.empty()) {
+    throw UsageError("--steps must be at least 2 (the first is not timed), --repeats and "
+                     "--batch-size at least 1, and --zero must name a stage");
+  }
+  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/08_sharded";
+  if (!std::filesystem::exists(program)) {
+    throw UsageError(program + " not found; build target 08_sharded, or point --bin-dir at it.");
+  }
+  std::printf("# bench_sharded: chapter 8, host backend, batch %d per tower, %d steps (first "
+              "untimed), best of %d; memory: peak per device (largest device), MB = 1e6 bytes; "
+              "%ld cores here\n",
+              o.batch_size, o.steps, o.repeats, sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("# %-8s  %4s  %2s  %5s  %8s  %8s  %8s  %8s  %8s  %8s  %8s  %4s\n", "optimizer",
+              "zero", "N", "Gb/s", "step(ms)", "ring(ms)", "state", "model", "formula", "activ.",
+              "total", "same");
+  int differing = 0;
+  for (const std::string& optimizer : o.optimizers) {
+    for (int n : o.devices) {
+      for (double link : o.links) {
+        std::vector<std::string> flags{program,       "--backend",    "host",
+                                       "--devices",   std::to_string(n),
+                                       "--batch-size", std::to_string(o.batch_size),
+                                       "--steps",     std::to_string(o.steps),
+                                       "--log-every", "1000",
+                                       "--optimizer", optimizer};
+        if (link > 0) {
+          flags.push_back("--link-gbps");
+          flags.push_back(flag_number(link));
+        }
+        SummaryMap first;
+        for (int stage : o.stages) {
+          std::vector<std::string> command = flags;
+          command.push_back("--zero");
+          command.push_back(std::to_string(stage));
+          const SummaryMap s = best_of(command, o.repeats);
+          if (stage == o.stages.front()) first = s;
+          const bool same = s.at("averages_hash") == first.at("averages_hash") &&
+                            s.at("final_loss") == first.at("final_loss");
+          differing += !same;
+          const double model_bytes = number(s, "peak_parameters_bytes") +
+                                     number(s, "peak_gradients_bytes") +
+                                     number(s, "peak_optimizer_state_bytes");
+          std::printf("  %-8s  %4d  %2d  %5s  %8.1f  %8.1f  %8.2f  %8.2f  %8.2f  %8.2f  %8.2f"
+                      "  %4s\n",
+                      optimizer.c_str(), stage, n, link > 0 ? flag_number(link).c_str() : "inf",
+                      number(s, "step_ms"), number(s, "allreduce_ms"),
+                      mb(s, "peak_optimizer_state_bytes"), model_bytes / 1e6,
+                      mb(s, "formula_total_bytes"), mb(s, "peak_activations_bytes"),
+                      mb(s, "peak_total_bytes"), same ? "yes" : "NO");
+          Summary()
+              .add("optimizer", optimizer)
+              .add("zero", stage)
+              .add("devices", n)
+              .add("link_gbps", link, 3)
+              .add("step_ms", number(s, "step_ms"), 2)
+              .add("allreduce_ms", number(s, "allreduce_ms"), 3)
+              .add("peak_optimizer_state_bytes", bytes(s, "peak_optimizer_state_bytes"))
+              .add("peak_model_state_bytes", static_cast<long long>(model_bytes))
+              .add("formula_total_bytes", number(s, "formula_total_bytes"), 1)
+              .add("peak_activations_bytes", bytes(s, "peak_activations_bytes"))
+              .add("peak_total_bytes", bytes(s, "peak_total_bytes"))
+              .add("same", std::string(same ? "yes" : "no"))
+              .print();
+        }
+      }
+    }
+  }
+  if (differing != 0) {
+    std::fprintf(stderr, "error: %d run(s) ended with other moving averages or loss than the "
+                         "first stage's\n", differing);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace towers
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 8's step time and memory per device, per ZeRO stage, N and link speed"};
+  towers::BenchOptions options;
+  app.add_option("--zero", options.stages, "ZeRO stages to run (the first is the reference "
+                                           "for the `same` column)")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--devices", options.devices, "simulated device counts N, one tower each")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(towers::whole_number(1, 8));
+  app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
+  app.add_option("--optimizers", options.optimizers, "chapter 8's --optimizer values to run")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--batch-size", options.batch_size, "images per tower per step")
+      ->capture_default_str();
+  app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
+      ->capture_default_str();
+  app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
+      ->capture_default_str();
+  app.add_option("--bin-dir", options.bin_dir, "where 08_sharded is (default: here)");
+  return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
+}

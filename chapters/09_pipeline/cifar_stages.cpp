@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+// --model cifar: the tutorial's network, its layers cut into p stages (--split), trained
+// with m micro-batches per step in the schedule's order.
+//
+// Each stage keeps the flat parameter buffer but owns, updates and saves only its layers'
+// range of it (src/parallel/pipeline_split.hpp). A micro-batch's activations live in a
+// Network of the stage (a "slot") from its forward until its backward; a stage needs as
+// many slots as the schedule stashes at once (GPipe m, 1F1B p - s), and since forwards and
+// backwards each run in micro-batch order, slot mb % slots is free again when forward mb
+// is enqueued. Activations and gradients cross stages as in the synthetic mode: the
+// sender copies into a mailbox on the receiver's device (one per micro-batch, so a copy
+// never overwrites one not yet read) and records an event the receiver's stream waits on.
+// Every stage adds each micro-batch's gradients into its sum in micro-batch order, then
+// takes the mean and updates: the order chapter 1's --accumulate m uses, hence its bits.
+#include "cifar_stages.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "base/usage_error.hpp"
+#include "cli/summary.hpp"
+#include "data/preprocess.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/micro_batches.hpp"
+#include "harness/stage_trace.hpp"
+#include "harness/training.hpp"
+#include "model/gradient_accumulation.hpp"
+#include "model/network.hpp"
+#include "model/ops.hpp"
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+
+namespace towers {
+namespace {
+
+using model::Network;
+
+// One stage: its layers, its device and stream, its variables and its micro-batches.
+struct ModelStage {
+  StageLayers layers;
+  ParameterRange range;  // its variables in the flat buffer
+  Device* device = nullptr;
+  std::unique_ptr<Stream> stream;
+  Buffer params, grad_sum, micro_grads;              // [kNumParameters]; only `range` is used
+  std::vector<std::unique_ptr<Network>> slots;       // the activations of micro-batches in flight
+  std::vector<Buffer> activations_in, gradients_in;  // mailboxes, one per micro-batch
+  std::vector<std::unique_ptr<Event>> forward_done, backward_done;  // per micro-batch
+};
+
+std::size_t output_bytes(int layer, int micro_batch) {
+  return sizeof(float) * static_cast<std::size_t>(micro_batch) *
+         Network::layer_output_floats(layer);
+}
+
+std::string joined(const std::vector<double>& values, int decimals) {
+  std::string text;
+  char number[32];
+  for (double v : values) {
+    std::snprintf(number, sizeof number, "%.*f", decimals, v);
+    text += (text.empty() ? "" : ",") + std::string(number);
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSchedule schedule,
+                                               const PipelineShape& shape,
+                                               const CifarPipelineFlags& flags, bool probe,
+                                               bool skip_waits) {
+  if (schedule == PipelineSchedule::kInterleaved) {
+    throw UsageError(
+        "--model cifar runs gpipe or 1f1b: interleaved chunks of the real model "
+        "are not written yet; use --model synthetic for interleaved");
+  }
+  for (const char* flag : {"--kernel-ms", "--backward-ratio", "--probe", "--skip-waits"}) {
+    if (app.get_option(flag)->count() > 0 || (probe && std::string(flag) == "--probe") ||
+        (skip_waits && std::string(flag) == "--skip-waits")) {
+      throw UsageError(std::string(flag) +
+                       " belongs to --model synthetic; the real model's "
+                       "stages cost what their layers cost");
+    }
+  }
+  if (shape.stages > model::kLayerCount) {
+    throw UsageError("--stages " + std::to_string(shape.stages) + ": the model has " +
+                     std::to_string(model::kLayerCount) + " layers to cut between; use at most " +
+                     std::to_string(model::kLayerCount) + " stages");
+  }
+  if (auto problem = micro_batch_problem(flags.batch_size, shape.micro_batches, "--micro-batches");
+      !problem.empty()) {
+    throw UsageError(problem);
+  }
+  if (flags.split.empty()) return default_split(shape.stages);
+  std::string problem;
+  auto split = parse_split(flags.split, shape.stages, problem);
+  if (split.empty()) throw UsageError(problem);
+  return split;
+}
+
+int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const PipelineShape& shape,
+                       const std::vector<StageLayers>& split, const CifarPipelineFlags& flags,
+                       const TraceFiles& trace_files) {
+  const int p = shape.stages, m = shape.micro_batches;
+  const int b = flags.batch_size / m;  // images per micro-batch
+  // One thread per op, as every simulated device gets: the bits then do not depend on
+  // the machine, and chapter 1 with --host-threads 1 computes the same ones.
+  ops::set_host_op_threads(1);
+  std::vector<float> initial(model::kNumParameters);
+  model::initialize_parameters(flags.seed, initial.data());
+  const std::size_t param_bytes = model::kNumParameters * sizeof(float);
+
+  std::vector<ModelStage> stages(static_cast<std::size_t>(p));
+  std::vector<StageStream> stage_streams;
+  std::vector<std::vector<StageOp>> schedules;
+  for (int s = 0; s < p; ++s) {
+    ModelStage& stage = stages[s];
+    stage.layers = split[s];
+    stage.range = stage_parameters(stage.layers);
+    stage.device = &runtime.device(s % runtime.device_count());
+    stage.stream = stage.device->create_stream();
+    stage_streams.push_back({stage.device->index(), stage.stream->index()});
+    schedules.push_back(stage_schedule(schedule, shape, s));
+    stage.params = stage.device->allocate(param_bytes, MemoryCategory::kParameters);
+    stage.grad_sum = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
+    stage.micro_grads = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
+    stage.stream->copy(stage.params.data(), initial.data(), param_bytes);
+    const int slots = peak_stashed_activations(schedules[s]);
+    for (int i = 0; i < slots; ++i) {
+      stage.slots.push_back(std::make_unique<Network>(*stage.device, b));
+    }
+    for (int mb = 0; mb < m; ++mb) {
+      if (s > 0) {  // mailboxes on this stage's device, written by its neighbours
+        stage.activations_in.push_back(stage.device->allocate(output_bytes(split[s].first - 1, b),
+                                                              MemoryCategory::kCommunication));
+      }
+      if (s + 1 < p) {
+        stage.gradients_in.push_back(
+            stage.device->allocate(output_bytes(split[s].last, b), MemoryCategory::kCommunication));
+      }
+      stage.forward_done.push_back(stage.device->create_wait_event());
+      stage.backward_done.push_back(stage.device->create_wait_event());
+    }
+  }
+  for (auto& stage : stages) stage.stream->synchronize();
+  std::printf(
+      "the CIFAR-10 model in %d stage(s) on %d %s device(s), %d micro-batch(es) of %d "
+      "image(s), schedule %s, --split %s\n",
+      p, runtime.device_count(), std::string(to_string(runtime.backend())).c_str(), m, b,
+      to_string(schedule).c_str(), p > 1 ? split_flag(split).c_str() : "(none)");
+  for (int s = 0; s < p; ++s) {
+    std::printf("stage %d: %-28s %8zu parameters, %d activation slot(s): %s\n", s,
+                stage_name(split[s]).c_str(), stages[s].range.count,
+                static_cast<int>(stages[s].slots.size()), to_string(schedules[s]).c_str());
+  }
+
+  // The batch: images on the first stage's device, labels on the last's (the loss).
+  ModelStage& first = stages.front();
+  ModelStage& last = stages.back();
+  data::Dataset train = load_training_set(flags.data_dir);
+  InputQueue queue(train, flags.batch_size, flags.seed);
+  Buffer images = first.device->allocate(sizeof(float) * flags.batch_size * data::kCropValues);
+  Buffer labels = last.device->allocate(sizeof(int) * flags.batch_size);
+  Buffer host_images = first.device->allocate_pinned(images.bytes());
+  Buffer host_labels = last.device->allocate_pinned(labels.bytes());
+  Buffer host_losses = last.device->allocate_pinned(sizeof(float) * model::kLossCount * m);
+
+  // docs-begin: model-stage-op
+  // One op of stage s on the real model: receive, run its layers, send, record.
+  auto enqueue_stage_op = [&](int s, const StageOp& op) {
+    ModelStage& stage = stages[s];
+    Stream& stream = *stage.stream;
+    const int mb = op.micro_batch;
+    stream.set_tower(mb);
+    Network& net = *stage.slots[mb % stage.slots.size()];
+    const auto [from, to] = stage.layers;
+    const float* params = stage.params.as<float>();
+    if (op.pass == Pass::kForward) {
+      if (s > 0) {  // the activations the stage before sent, into this slot's input
+        stream.wait(*stages[s - 1].forward_done[mb]);
+        stream.copy(net.layer_output(from - 1), stage.activations_in[mb].data(),
+                    output_bytes(from - 1, b), "receive activations");
+      }
+      net.forward_layers(stream, params, from, to,
+                         images.as<float>() + static_cast<std::size_t>(mb) * b * data::kCropValues);
+      if (s + 1 == p) {  // the last stage: the loss, and the logits' gradient
+        net.loss(stream, params, labels.as<int>() + static_cast<std::size_t>(mb) * b);
+        stream.copy(host_losses.as<float>() + mb * model::kLossCount, net.losses(),
+                    sizeof(float) * model::kLossCount, "copy loss");
+      } else {  // a peer copy into the next stage's mailbox
+        stream.copy(stages[s + 1].activations_in[mb].data(), net.layer_output(to),
+                    output_bytes(to, b), "send activations");
+      }
+      stream.record(*stage.forward_done[mb]);
+    } else {
+      if (s + 1 < p) {  // the gradient the stage after sent
+        stream.wait(*stages[s + 1].backward_done[mb]);
+        stream.copy(net.output_gradient(to), stage.gradients_in[mb].data(), output_bytes(to, b),
+                    "receive gradient");
+      }
+      net.backward_layers(stream, params, from, to, stage.micro_grads.as<float>());
+      if (stage.range.count > 0) {  // sum += this micro-batch's gradients, in order
+        model::add_micro_batch_gradients(stream, static_cast<int>(stage.range.count),
+                                         stage.micro_grads.as<float>() + stage.range.offset,
+                                         stage.grad_sum.as<float>() + stage.range.offset);
+      }
+      if (s > 0) {
+        stream.copy(stages[s - 1].gradients_in[mb].data(), net.output_gradient(from - 1),
+                    output_bytes(from - 1, b), "send gradient");
+      }
+      stream.record(*stage.backward_done[mb]);
+    }
+  };
+  // docs-end: model-stage-op
+
+  runtime.trace().set_enabled(true);
+  const std::int64_t steps_per_decay = model::decay_steps(flags.batch_size, 1);
+  std::vector<double> busy_ms(p, 0.0);
+  double window_ms = 0, step_ms = 0, cross_entropy = 0;
+  std::vector<TraceEvent> all_events;
+  for (int step = 0; step < flags.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    runtime.trace().set_step(step);
+    queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
+    first.stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
+    last.stream->copy(labels.data(), host_labels.data(), labels.bytes(), "copy labels");
+    for (auto& stage : stages) {
+      if (stage.range.count == 0) continue;
+      model::clear_gradient_sum(*stage.stream, static_cast<int>(stage.range.count),
+                                stage.grad_sum.as<float>() + stage.range.offset);
+    }
+    enqueue_in_dependency_order(shape, schedules, enqueue_stage_op);
+    // Each stage updates its own variables once its last backward is done: no stage
+    // waits for another here, and nothing crosses stages but activations and gradients.
+    const float lr = model::learning_rate(step, steps_per_decay);
+    for (auto& stage : stages) {
+      if (stage.range.count == 0) continue;
+      const int count = static_cast<int>(stage.range.count);
+      float* sum = stage.grad_sum.as<float>() + stage.range.offset;
+      model::finish_gradient_mean(*stage.stream, count, m, sum);
+      model::apply_gradients_range(*stage.stream, lr, count, sum,
+                                   stage.params.as<float>() + stage.range.offset);
+    }
+    for (auto& stage : stages) stage.stream->synchronize();
+    step_ms +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // The loss: cross-entropy only. The weight-decay term reads local3's and local4's
+    // weights, which the last stage does not own (its copy of them is never updated).
+    cross_entropy = 0;
+    for (int mb = 0; mb < m; ++mb) cross_entropy += host_losses.as<float>()[mb * model::kLossCount];
+    cross_entropy /= m;
+    std::printf("step %d, cross-entropy = %.4f\n", step, cross_entropy);
+    const std::vector<TraceEvent> events = runtime.trace().collect();
+    runtime.trace().clear();
+    const StageBusy busy = stage_busy(events, stage_streams);
+    window_ms += busy.window_ms / flags.steps;
+    for (int s = 0; s < p; ++s) busy_ms[s] += busy.busy_ms[s] / flags.steps;
+    if (!trace_files.json.empty() || !trace_files.svg.empty()) {
+      all_events.insert(all_events.end(), events.begin(), events.end());
+    }
+  }
+
+  // The slowest stage sets the pace: no step is shorter than its busy time.
+  const int slowest =
+      static_cast<int>(std::max_element(busy_ms.begin(), busy_ms.end()) - busy_ms.begin());
+  std::printf("\nper step, from the trace: ");
+  for (int s = 0; s < p; ++s) {
+    std::printf("stage %d busy %.1f ms%s", s, busy_ms[s], s + 1 < p ? ", " : "");
+  }
+  std::printf(
+      "\nthe slowest stage, %d (%s), was busy %.0f%% of the step (%.1f ms): it sets the pace\n",
+      slowest, stage_name(split[slowest]).c_str(), 100.0 * busy_ms[slowest] / window_ms, window_ms);
+  bool written = true;
+  if (!flags.save_params.empty()) {
+    written &= write_output([&] {
+      // Each stage's own range, gathered into one flat buffer.
+      std::vector<float> params(model::kNumParameters);
+      for (auto& stage : stages) {
+        if (stage.range.count == 0) continue;
+        stage.stream->copy(params.data() + stage.range.offset,
+                           stage.params.as<float>() + stage.range.offset,
+                           stage.range.count * sizeof(float));
+        stage.stream->synchronize();
+      }
+      save_params_file(flags.save_params, flags.steps, params.data());
+    });
+  }
+  if (!all_events.empty()) {
+    written &= write_output([&] {
+      write_trace_files(trace_files, all_events, "chapter 9: the CIFAR-10 model in stages");
+    });
+  }
+  std::string stage_layers, slots;
+  for (const auto& stage : split) {
+    stage_layers += (stage_layers.empty() ? "" : ",") + stage_name(stage);
+  }
+  for (const auto& stage : stages) {
+    slots += (slots.empty() ? "" : ",") + std::to_string(stage.slots.size());
+  }
+  Summary()
+      .add("backend", std::string(to_string(runtime.backend())))
+      .add("devices", runtime.device_count())
+      .add("model", "cifar")
+      .add("schedule", to_string(schedule))
+      .add("stages", p)
+      .add("micro_batches", m)
+      .add("batch_size", flags.batch_size)
+      .add("steps", flags.steps)
+      .add("split", p > 1 ? split_flag(split) : "none")
+      .add("stage_layers", stage_layers)
+      .add("activation_slots", slots)
+      .add("stage_busy_ms", joined(busy_ms, 1))
+      .add("slowest_stage", slowest)
+      .add("trace_ms", window_ms, 1)
+      .add("step_ms", step_ms / flags.steps, 1)
+      .add("final_cross_entropy", cross_entropy, 4)
+      .print();
+  return written ? 0 : 1;
+}
+
+}  // namespace towers

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// mutant: every shard has count / N elements at chunk * (count / N): the count % N left over are owned by none
+#include <algorithm>
+#include <vector>
+
+#include "sharded_update.hpp"
+
+namespace towers::exercises {
+
+Shard shard_of(std::size_t count, int towers, int tower) {
+  const std::size_t n = static_cast<std::size_t>(towers);
+  const std::size_t chunk = (static_cast<std::size_t>(tower) + 1) % n;  // the ring's owner
+  const std::size_t base = count / n, longer = count % n;
+  // Before chunk c lie c chunks of `base` elements, min(c, longer) of them one longer.
+  (void)longer;
+  return Shard{chunk * base, base};
+}
+
+void sharded_step(Collectives& collectives, std::span<const ShardedTower> towers,
+                  std::size_t count, float learning_rate, float decay) {
+  const int n = static_cast<int>(towers.size());
+  std::vector<float*> grads, params;
+  for (const ShardedTower& tower : towers) {
+    grads.push_back(tower.grads);
+    params.push_back(tower.params);
+  }
+  collectives.reduce_scatter(grads, count);  // tower r: the mean of its shard only
+  for (int r = 0; r < n; ++r) {
+    const ShardedTower& tower = towers[static_cast<std::size_t>(r)];
+    const Shard mine = shard_of(count, n, r);
+    sgd(mine.size, learning_rate, tower.grads + mine.offset, tower.params + mine.offset);
+    // The averages follow the parameters just updated; they hold this shard only.
+    moving_average(mine.size, decay, tower.params + mine.offset, tower.averages);
+  }
+  collectives.all_gather(params, count);  // every tower gets every updated shard
+}
+
+}  // namespace towers::exercises

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// Chapter 9 with the real model (--model cifar): the CIFAR-10 network cut into p stages,
+// trained with m micro-batches per step, ends with the bits of one device that
+// accumulates the same m micro-batches' gradients (01_single_gpu --accumulate m), for
+// GPipe and 1F1B, p = 2 and 4; the stage holding conv2 sets the pace; and what the real
+// model cannot do is refused before any work. Tiny batches, two steps: seconds.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/temp_dir.hpp"
+#include "program.hpp"
+
+namespace towers {
+namespace {
+
+using testing::ProgramRun;
+using testing::run;
+
+std::string file_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<double> numbers(const std::string& list) {
+  std::vector<double> values;
+  std::stringstream items(list);
+  for (std::string item; std::getline(items, item, ',');) values.push_back(std::stod(item));
+  return values;
+}
+
+// Batch 8 in 4 micro-batches of 2, two steps, seed 1: both programs dequeue the same
+// batches and start from the same parameters. Chapter 1 runs one thread per op, as each
+// simulated device does.
+const std::string kSteps = "--backend host --batch-size 8 --steps 2 --seed 1 ";
+
+ProgramRun model_pipeline(const std::string& args) {
+  return run("09_pipeline", kSteps + "--model cifar --micro-batches 4 " + args);
+}
+
+TEST(Chapter9Model, StagesEndWithTheBitsOfOneDeviceAccumulatingTheSameMicroBatches) {
+  const base::TempDir scratch("ch9-model");
+  const auto one = scratch.path() / "one-device.params";
+  const ProgramRun reference = run(
+      "01_single_gpu", kSteps + "--host-threads 1 --accumulate 4 --save-params " + one.string());
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const std::string expected = file_bytes(one);
+  ASSERT_FALSE(expected.empty());
+  for (const std::string schedule : {"gpipe", "1f1b"}) {
+    // p = 2 at the default cut (before conv2); p = 4 at one given with --split.
+    for (const std::string shape : {"--stages 2", "--stages 4 --split pool1,conv2,local3"}) {
+      const auto file = scratch.path() / (schedule + "-" + shape.substr(9, 1) + ".params");
+      const ProgramRun r = model_pipeline("--schedule " + schedule + " " + shape +
+                                          " --save-params " + file.string());
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      // Micro-batches in flight per stage: GPipe all m = 4, 1F1B p - s.
+      const bool four = shape.find("--stages 4") != std::string::npos;
+      EXPECT_EQ(r.last("activation_slots"), schedule == "gpipe" ? (four ? "4,4,4,4" : "4,4")
+                                                                 : (four ? "4,3,2,1" : "2,1"))
+          << r.output;
+      EXPECT_TRUE(file_bytes(file) == expected)
+          << schedule << " " << shape << ": the parameters differ from one device's\n"
+          << r.output;
+    }
+  }
+  // The comparison can fail: two micro-batches of 4 sum in another order.
+  const auto other = scratch.path() / "two-micro-batches.params";
+  const ProgramRun two = run("09_pipeline", kSteps +
+                                                "--model cifar --micro-batches 2 --stages 2 "
+                                                "--save-params " +
+                                                other.string());
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_FALSE(file_bytes(other) == expected) << "m = 2 cannot give m = 4's bits";
+}
+
+// The stage with conv2 (about 80% of the products) is the slowest; it is busy most of
+// the step while the stage before it mostly waits for its gradients.
+TEST(Chapter9Model, TheStageWithConv2SetsThePace) {
+  struct Case {
+    std::string flags;
+    int conv2_stage;
+  };
+  for (const Case& c : {Case{"--stages 2", 1}, Case{"--stages 4 --split pool1,norm1,conv2", 3}}) {
+    const ProgramRun r = model_pipeline(c.flags);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::vector<double> busy = numbers(r.last("stage_busy_ms"));
+    ASSERT_EQ(busy.size(), static_cast<std::size_t>(r.number("stages"))) << r.output;
+    EXPECT_EQ(r.number("slowest_stage"), c.conv2_stage) << r.output;
+    const double window = r.number("trace_ms");
+    EXPECT_GT(busy[c.conv2_stage], 0.5 * window) << r.output;
+    for (std::size_t s = 0; s < busy.size(); ++s) {
+      EXPECT_GT(busy[s], 0.0) << "stage " << s << " ran nothing?\n" << r.output;
+      if (static_cast<int>(s) != c.conv2_stage) {
+        EXPECT_LT(busy[s], busy[c.conv2_stage]) << r.output;
+      }
+    }
+  }
+}
+
+TEST(Chapter9Model, WhatTheRealModelCannotDoIsRefusedBeforeTheRun) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"--model cifar --schedule interleaved --virtual 2 --stages 2", "gpipe or 1f1b"},
+      {"--model cifar --stages 10 --micro-batches 10 --batch-size 10", "at most 9 stages"},
+      {"--model cifar --micro-batches 3 --batch-size 8", "not a multiple of --micro-batches 3"},
+      {"--model cifar --stages 2 --split conv3", "'conv3' is not a layer"},
+      {"--model cifar --stages 2 --split conv1", "'conv1' is not a layer"},
+      {"--model cifar --stages 3 --split conv2", "names 1 cut(s); 3 stages need 2"},
+      {"--model cifar --stages 3 --split local3,conv2", "forward order"},
+      {"--model cifar --kernel-ms 5", "--kernel-ms belongs to --model synthetic"},
+      {"--model cifar --probe", "--probe belongs to --model synthetic"},
+      {"--split conv2", "add --model cifar"},
+      {"--model resnet", "--model"},
+  };
+  for (const auto& [flags, message] : cases) {
+    const ProgramRun r = run("09_pipeline", "--backend host " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
+    EXPECT_EQ(r.output.find("stage 0"), std::string::npos) << "ran before refusing: " << flags;
+  }
+}
+
+}  // namespace
+}  // namespace towers
