@@ -8,9 +8,15 @@
 // sends the updated parameters around instead of the mean gradients. Same math, same
 // bytes on the wire, 1/N of the optimizer state per device. Every device's memory ledger
 // is printed beside ZeRO's closed form (src/parallel/zero_memory.hpp).
+// ZeRO-2 also keeps only the shard of the mean gradients (the whole buffer lives for one
+// step: src/parallel/zero_gradients.hpp); ZeRO-3 also keeps only the shard of the
+// parameters, and gathers each layer just before it runs, in the forward pass and again in
+// the backward pass (src/parallel/layer_gather.hpp): no all-gather after the update.
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
 // Chapter 1's checkpoints and --eval, as in chapter 4: a checkpoint holds the moving
-// averages whole, the towers' shards put together, and --resume hands each its shard back.
+// averages (and with ZeRO-3 the parameters) whole, the towers' shards put together, and
+// --resume hands each its shards back. --optimizer momentum|adam keep state no checkpoint
+// holds, so they are refused with checkpoints.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -28,17 +34,20 @@
 #include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce.hpp"
+#include "parallel/layer_gather.hpp"
 #include "parallel/tower_loss_batch.hpp"
+#include "parallel/wire_bytes.hpp"
+#include "parallel/zero_gradients.hpp"
 
 using namespace towers;
 using namespace towers::model;
 
 namespace {
 
-// The moving averages of tower i, whole (ZeRO-0) or its shard only (ZeRO-1), gathered into
-// one host copy of all kNumParameters: the same bytes whatever the stage, if the math is.
+// The moving averages of tower i, whole (ZeRO-0) or its shard only (ZeRO-1..3), gathered
+// into one host copy of all kNumParameters: the same bytes whatever the stage, if the math is.
 std::string hash_of_averages(const std::vector<float*>& averages, const std::vector<Chunk>& held,
-                               const std::vector<Stream*>& streams) {
+                             const std::vector<Stream*>& streams) {
   std::vector<float> host(kNumParameters);
   read_shards(host.data(), kNumParameters, averages, held, streams);
   char hex[17];
@@ -51,7 +60,7 @@ std::string hash_of_averages(const std::vector<float*>& averages, const std::vec
 
 int main(int argc, char** argv) {
   CLI::App app{"Chapter 8: chapter 4's towers, with the optimizer state sharded over them "
-               "(ZeRO-1): reduce-scatter, each tower updates its shard, all-gather; the memory "
+               "(ZeRO-1; with --zero 2 and 3 the gradients and parameters too): reduce-scatter, each tower updates its shard, all-gather; the memory "
                "ledger of every device beside ZeRO's formula."};
   TrainingFlags flags;
   bool probe = false;
@@ -64,26 +73,38 @@ int main(int argc, char** argv) {
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
   app.add_option("--zero", zero,
-                 "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything) or 1 "
-                 "(moving averages sharded: each tower updates only its shard)")
+                 "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
+                 "(moving averages sharded: each tower updates only its shard), 2 (gradients "
+                 "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
       ->capture_default_str();
   app.add_option("--optimizer", optimizer_flag,
                  "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
-                 "all keep the moving averages, and --zero 1 shards all of their state")
+                 "all keep the moving averages, and --zero 1 to 3 shard all of their state")
       ->capture_default_str();
 
   return run_program(app, argc, argv, [&] {
-    if (zero == 2 || zero == 3) {
-      throw UsageError("--zero " + std::to_string(zero) + " is not yet in this chapter: stage 2 "
-                       "needs the backward pass to reduce-scatter each layer's gradients into a "
-                       "shard as it goes (chapter 6's buckets), stage 3 also gathers each layer's "
-                       "parameters before it runs. Use --zero 0 or --zero 1.");
-    }
-    if (zero != 0 && zero != 1) {
+    if (zero < 0 || zero > kMaxZeroStage) {
       throw UsageError("--zero " + std::to_string(zero) + " is not a ZeRO stage. Use --zero 0 "
-                       "(no sharding) or --zero 1 (optimizer state sharded).");
+                       "(no sharding), 1 (optimizer state sharded), 2 (and gradients) or 3 "
+                       "(and parameters).");
+    }
+    if (zero == 3 && check_flags.inject_divergence >= 0) {
+      throw UsageError("--inject-divergence perturbs one tower's copy of the parameters; with "
+                       "--zero 3 no tower holds a copy (each parameter lives on one tower), so "
+                       "there is nothing to diverge. Use --zero 0, 1 or 2 with it.");
     }
     const Optimizer optimizer = parse_optimizer(optimizer_flag);
+    // A checkpoint holds the parameters and the moving averages, not momentum's velocity or
+    // Adam's moments: a resumed run would restart them from zero and not continue the run.
+    if (optimizer != Optimizer::kSgd &&
+        (!flags.checkpoints.dir.empty() || flags.checkpoints.resume ||
+         flags.checkpoints.resume_if_present)) {
+      throw UsageError("--optimizer " + optimizer_flag + " keeps state that checkpoints do not "
+                       "hold (" + (optimizer == Optimizer::kAdam ? "Adam's two moments"
+                                                                   : "momentum's velocity") +
+                       "), so a resumed run would not continue this one. Use --optimizer sgd "
+                       "with --checkpoint-dir and --resume, or train without checkpoints.");
+    }
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
@@ -97,61 +118,84 @@ int main(int argc, char** argv) {
     std::vector<int> device_of_tower;
     for (const auto& tower : towers) device_of_tower.push_back(tower->device->index());
     // Only the collective the stage uses, so the ledger's communication line is its own.
+    // Every copy between two devices is counted in `wire` (bytes on the wire).
+    WireBytes wire;
     std::unique_ptr<AllReduce> allreduce;
     std::unique_ptr<ShardedCollectives> halves;
-    if (zero == 0) allreduce = make_ring_allreduce(training.runtime(), device_of_tower, kAll);
-    if (zero == 1) halves = make_ring_collectives(training.runtime(), device_of_tower, kAll);
+    if (zero == 0) allreduce = make_ring_allreduce(training.runtime(), device_of_tower, kAll, &wire);
+    if (zero >= 1) halves = make_ring_collectives(training.runtime(), device_of_tower, kAll, &wire);
 
     // docs-begin: sharded-state
-    // Who holds what. Parameters and gradients: whole, on every tower. Moving averages:
-    // whole with --zero 0; with --zero 1 only the shard the tower owns after the
-    // reduce-scatter (halves->shard), 1/N of them. --optimizer's own state (momentum's
-    // velocity, Adam's moments) covers the same range as the moving averages.
-    std::vector<float*> params, grads, averages;
+    // Who holds what. Moving averages: whole with --zero 0; from --zero 1 on only the
+    // shard the tower owns after the reduce-scatter (halves->shard), 1/N of them.
+    // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
+    // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
+    // (grad_shard) and the whole buffer lives one step (TransientGradients). Parameters:
+    // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
+    std::vector<float*> params, averages, grad_shard;
     std::vector<Stream*> streams;
-    std::vector<Chunk> held;  // the range of the moving averages tower i keeps
+    std::vector<Chunk> held;  // the range of the sharded state tower i keeps
     std::vector<Buffer> owned;
+    TransientGradients whole_grads(towers, zero >= 2);
     std::vector<OptimizerState> optimizers;  // --optimizer's own state for the same range
     optimizers.reserve(num_gpus);
     for (int i = 0; i < num_gpus; ++i) {
       Tower& tower = *towers[i];
       held.push_back(zero == 0 ? Chunk{0, kAll} : halves->shard(kAll, i));
-      owned.push_back(tower.device->allocate(kAll * sizeof(float), MemoryCategory::kParameters));
+      const Chunk kept = zero == 3 ? held[i] : Chunk{0, kAll};  // of the parameters
+      owned.push_back(tower.device->allocate(kept.size * sizeof(float), MemoryCategory::kParameters));
       params.push_back(owned.back().as<float>());
       owned.push_back(tower.device->allocate(held[i].size * sizeof(float),
                                              MemoryCategory::kOptimizerState));
       averages.push_back(owned.back().as<float>());
+      if (zero >= 2) {
+        owned.push_back(tower.device->allocate(held[i].size * sizeof(float),
+                                               MemoryCategory::kGradients));
+        grad_shard.push_back(owned.back().as<float>());
+      }
       optimizers.emplace_back(optimizer, *tower.device, *tower.stream, held[i].size);
-      grads.push_back(tower.grads.as<float>());
       streams.push_back(tower.stream.get());
-      tower.stream->copy(params[i], training.initial_params(), kAll * sizeof(float), "copy params");
-      // From --seed, or the resumed checkpoint's averages: this tower's range of them.
+      // From --seed, or the resumed checkpoint's: this tower's range of them (all of the
+      // parameters below --zero 3).
+      tower.stream->copy(params[i], training.initial_params() + kept.offset,
+                         kept.size * sizeof(float), "copy params");
       tower.stream->copy(averages[i], training.initial_averages() + held[i].offset,
                          held[i].size * sizeof(float), "copy averages");
     }
+    std::unique_ptr<LayerGather> gather;
+    if (zero == 3) {
+      gather = std::make_unique<LayerGather>(
+          towers, std::vector<const float*>(params.begin(), params.end()), held, &wire);
+    }
     // docs-end: sharded-state
     training.runtime().synchronize();
+    // Checkpoints, --save-params and --eval need the parameters and the averages whole:
+    // with --zero 3 each tower's parameter shard, put together (below, tower 0's copy).
+    const std::vector<Chunk> params_held =
+        zero == 3 ? held : std::vector<Chunk>(num_gpus, Chunk{0, kAll});
     training.read_params_with(
-        [&](float* out) {
-          streams[0]->copy(out, params[0], kAll * sizeof(float));
-          streams[0]->synchronize();
-        },
-        // Checkpoints and --eval need the averages whole: each tower's shard, put together.
+        [&](float* out) { read_shards(out, kAll, params, params_held, streams); },
         [&](float* out) { read_shards(out, kAll, averages, held, streams); });
     ParameterCheck check(towers, kAll, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
+    int steps_run = 0;
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
-      for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop, unchanged
+      const std::vector<float*> grads = whole_grads.begin_step();
+      for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop; ZeRO-3 gathers layers
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
         step.probe(tower);
         tower.stream->wait(*batch.ready);
-        tower_loss(tower, params[i], batch);
+        if (zero == 3) {
+          tower_loss(tower, gather->hooks(i), batch);
+        } else {
+          tower_loss(tower, params[i], batch);
+        }
         inputs[i].release(batch, *tower.stream);
       }
       const float lr = learning_rate(global_step, steps_per_decay);
@@ -163,35 +207,45 @@ int main(int argc, char** argv) {
           optimizers[i].apply(*streams[i], global_step, lr, grads[i], params[i]);
           update_moving_averages(*streams[i], decay, params[i], averages[i]);
         }
-      } else {  // ZeRO-1: the update between the all-reduce's two halves
+      } else {  // ZeRO-1/2/3: the update between the all-reduce's two halves
         halves->reduce_scatter(grads, kAll, streams);  // tower i: the mean of its shard only
         for (int i = 0; i < num_gpus; ++i) {
           const Chunk mine = halves->shard(kAll, i);
           const int n = static_cast<int>(mine.size);
-          optimizers[i].apply(*streams[i], global_step, lr, grads[i] + mine.offset,
-                              params[i] + mine.offset);
-          ops::ema_update(*streams[i], n, decay, params[i] + mine.offset, averages[i]);
+          if (zero >= 2) {  // keep the shard; the whole buffer goes at the step's end
+            streams[i]->copy(grad_shard[i], grads[i] + mine.offset, mine.size * sizeof(float),
+                             "keep gradient shard");
+          }
+          float* g = zero >= 2 ? grad_shard[i] : grads[i] + mine.offset;
+          float* p = zero == 3 ? params[i] : params[i] + mine.offset;
+          optimizers[i].apply(*streams[i], global_step, lr, g, p);
+          ops::ema_update(*streams[i], n, decay, p, averages[i]);
         }
-        halves->all_gather(params, kAll, streams);  // every tower gets every updated shard
+        // Every tower gets every updated shard; ZeRO-3 gathers each layer when it runs.
+        if (zero < 3) halves->all_gather(params, kAll, streams);
       }
       // docs-end: sharded-update
       step.enqueued();
       training.runtime().synchronize();
+      whole_grads.end_step();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      check.after_step(run_step, params);
+      if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
+      ++steps_run;
     }
+    const std::string collectives = zero == 0   ? "allreduce"
+                                    : zero < 3  ? "reduce_scatter+all_gather"
+                                                : "reduce_scatter+layer_gathers";
     Summary extra;
     extra.add("zero", zero)
         .add("optimizer", optimizer_name(optimizer))
-        .add("collectives", zero == 0 ? "allreduce" : "reduce_scatter+all_gather")
+        .add("collectives", collectives)
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
         .add("averages_hash", hash_of_averages(averages, held, streams))
-        .append(report_memory(training.runtime(), static_cast<int>(training.replicas().size()),
-                              num_gpus / static_cast<int>(training.replicas().size()), zero,
-                              ZeroSizes{static_cast<double>(kAll), num_gpus, 4, 4,
-                                        optimizer_state_bytes(optimizer)}));
-    return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")",
-                           zero == 0 ? "allreduce" : "reduce_scatter+all_gather", extra);
+        .append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
+                            num_gpus, zero, optimizer_state_bytes(optimizer), wire.total(),
+                            steps_run));
+    return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")", collectives,
+                           extra);
   });
 }

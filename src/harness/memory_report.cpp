@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <string>
 
+#include "model/parameters.hpp"
+#include "parallel/layer_gather.hpp"
+
 namespace towers {
 namespace {
 
@@ -70,6 +73,28 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
       .add("formula_gradients_bytes", formula.gradients, 1)
       .add("formula_optimizer_state_bytes", formula.optimizer_state, 1)
       .add("formula_total_bytes", formula.total(), 1);
+  return summary;
+}
+
+Summary report_zero(Runtime& runtime, int devices, int towers, int stage,
+                    double optimizer_bytes, std::uint64_t wire_bytes, int steps) {
+  const double psi = static_cast<double>(model::kNumParameters);
+  const double window = static_cast<double>(LayerGather::window_elements());
+  ZeroSizes sizes{psi, towers, 4, 4, optimizer_bytes};
+  sizes.gradient_bucket = stage >= 2 ? psi : 0;  // the whole buffer, one step at a time
+  sizes.parameter_window = stage == 3 ? window : 0;
+  const int towers_per_device = towers / devices;
+  Summary summary = report_memory(runtime, devices, towers_per_device, stage, sizes);
+  const double per_step = steps > 0 ? static_cast<double>(wire_bytes) / steps : 0.0;
+  const double formula = zero_wire_bytes_per_step(
+      stage, psi, towers, 4, static_cast<double>(LayerGather::backward_elements()));
+  std::printf("bytes on the wire per step, all towers: %.0f counted, %.0f formula (ZeRO-%d)\n",
+              per_step, formula, stage);
+  summary.add("formula_gradient_bucket_bytes", 4 * sizes.gradient_bucket * towers_per_device, 1)
+      .add("formula_parameter_window_bytes", 4 * sizes.parameter_window * towers_per_device, 1)
+      .add("wire_bytes", static_cast<long long>(wire_bytes))
+      .add("wire_bytes_per_step", per_step, 1)
+      .add("formula_wire_bytes_per_step", formula, 1);
   return summary;
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Reading sharded state back to the host (chapter 8).
 //
-// With ZeRO-1 no tower holds all the moving averages: tower i keeps only the range
-// held[i] of them. A checkpoint, --eval and the summary's hash need them whole, so each
+// From ZeRO-1 on no tower holds all the moving averages (and with ZeRO-3 none holds all
+// the parameters): tower i keeps only the range held[i] of them. A checkpoint,
+// --save-params, --eval and the summary's hash need them whole, so each
 // tower's range is copied into its place of one host buffer. Unsharded state (every range
 // the whole buffer) is read from tower 0 alone: the towers' copies are equal.
 // Used from the training thread, between steps (after the step's synchronize).

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/gradient_layers.hpp"
 #include "model/network_impl.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
@@ -78,8 +79,41 @@ void Network::Impl::dense_forward(Stream& s, const float* x, int in, const float
   if (relu) ops::relu_forward(s, batch_size * out, y, y);
 }
 
-void Network::Impl::forward_layer(Stream& s, int layer, const float* params, const float* images) {
-  auto p = [params](const char* name) { return params + parameter(name).offset; };
+const float* ParamSource::acquire(int layer) const {
+  if (layers_ != nullptr) return layers_->acquire(layer);
+  return flat_ + gradient_layers()[static_cast<std::size_t>(layer)].offset;
+}
+
+void ParamSource::release(int layer) const {
+  if (layers_ != nullptr) layers_->release(layer);
+}
+
+const float* variable(const float* layer_params, int layer, const char* name) {
+  return layer_params +
+         (parameter(name).offset - gradient_layers()[static_cast<std::size_t>(layer)].offset);
+}
+
+int gradient_layer_index(int layer) {
+  switch (layer) {
+    case kConv1: return kConv1Layer;
+    case kConv2: return kConv2Layer;
+    case kLocal3: return kLocal3Layer;
+    case kLocal4: return kLocal4Layer;
+    case kSoftmaxLinear: return kSoftmaxLayer;
+    default: return -1;
+  }
+}
+
+void Network::Impl::forward_layer(Stream& s, int layer, const ParamSource& params,
+                                  const float* images) {
+  if (layer < 0 || layer >= kLayerCount) {
+    throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+  // A layer with variables has them from just before its ops until just after (ZeRO-3
+  // gathers them then; with one flat buffer this is the layer's range of it).
+  const int k = gradient_layer_index(layer);
+  const float* w = k >= 0 ? params.acquire(k) : nullptr;
+  auto p = [w, k](const char* name) { return variable(w, k, name); };
   const int b = batch_size;
   const Nhwc in1{b, 24, 24, 3}, in2{b, 12, 12, 64};
   // Each layer's ops are traced under its name ("local3 gemm"), as TF's name scopes.
@@ -125,16 +159,38 @@ void Network::Impl::forward_layer(Stream& s, int layer, const float* params, con
                     p("softmax_linear/biases"), data::kNumClasses, false, logits.as<float>());
       break;
     default:
-      throw std::out_of_range("Network has no layer " + std::to_string(layer));
+      break;  // checked above
+  }
+  if (k >= 0) {
+    // With parameters by layer, the weight decay is summed while the layer is held (ZeRO-3
+    // drops it after use); only local3 and local4 have decayed variables.
+    if (params.by_layer()) weight_decay_terms(s, k, w);
+    params.release(k);
   }
   s.set_scope("");
 }
 
-void Network::Impl::inference(Stream& s, const float* params, const float* images) {
+void Network::Impl::inference(Stream& s, const ParamSource& params, const float* images) {
+  // With parameters by layer, the weight decay starts from zero before its first term.
+  if (params.by_layer()) ops::fill(s, 1, 0.0f, losses.as<float>() + kWeightDecay);
   for (int layer = 0; layer < kLayerCount; ++layer) forward_layer(s, layer, params, images);
 }
 
-void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
+void Network::Impl::weight_decay_terms(Stream& s, int layer, const float* layer_params) {
+  const GradientLayer& range = gradient_layers()[static_cast<std::size_t>(layer)];
+  float* l = losses.as<float>();
+  for (const ParameterView& view : parameter_layout()) {
+    if (view.weight_decay == 0.0f || view.offset < range.offset ||
+        view.offset >= range.offset + range.count) {
+      continue;
+    }
+    const float* w = layer_params + (view.offset - range.offset);
+    ops::dot(s, static_cast<int>(view.count), w, w, scratch.as<float>());
+    ops::axpy(s, 1, view.weight_decay / 2.0f, scratch.as<float>(), l + kWeightDecay);
+  }
+}
+
+void Network::Impl::loss(Stream& s, const ParamSource& params, const int* labels) {
   s.set_scope("loss");
   float* l = losses.as<float>();
   // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
@@ -143,13 +199,13 @@ void Network::Impl::loss(Stream& s, const float* params, const int* labels) {
                              example_loss.as<float>(), dlogits.as<float>());
   ops::dot(s, batch_size, example_loss.as<float>(), ones.as<float>(), l + kCrossEntropy);
   ops::scal(s, 1, 1.0f / static_cast<float>(batch_size), l + kCrossEntropy);
-  // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss).
-  ops::fill(s, 1, 0.0f, l + kWeightDecay);
-  for (const ParameterView& view : parameter_layout()) {
-    if (view.weight_decay == 0.0f) continue;
-    const float* w = params + view.offset;
-    ops::dot(s, static_cast<int>(view.count), w, w, scratch.as<float>());
-    ops::axpy(s, 1, view.weight_decay / 2.0f, scratch.as<float>(), l + kWeightDecay);
+  // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss), in buffer
+  // order (layer by layer, inference() has summed it already, in the same order).
+  if (!params.by_layer()) {
+    ops::fill(s, 1, 0.0f, l + kWeightDecay);
+    for (int layer : {kConv1Layer, kConv2Layer, kLocal3Layer, kLocal4Layer, kSoftmaxLayer}) {
+      weight_decay_terms(s, layer, params.acquire(layer));
+    }
   }
   // total = cross-entropy + weight decay, left on the device.
   s.copy(l + kTotalLoss, l + kCrossEntropy, sizeof(float), "copy_loss");
@@ -176,26 +232,35 @@ int Network::batch_size() const { return impl_->batch_size; }
 
 void Network::forward(Stream& stream, const float* params, const float* images,
                       const int* labels) {
-  impl_->inference(stream, params, images);
-  impl_->loss(stream, params, labels);
+  const ParamSource flat(params);
+  impl_->inference(stream, flat, images);
+  impl_->loss(stream, flat, labels);
 }
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
                                const int* labels, float* grads) {
   forward(stream, params, images, labels);
-  impl_->backward(stream, params, grads);
+  impl_->backward(stream, ParamSource(params), grads);
 }
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
                                const int* labels, float* grads,
                                const LayerDone& layer_done) {
   forward(stream, params, images, labels);
-  impl_->backward(stream, params, grads, layer_done);
+  impl_->backward(stream, ParamSource(params), grads, layer_done);
+}
+
+void Network::forward_backward(Stream& stream, const LayerParams& params, const float* images,
+                               const int* labels, float* grads) {
+  const ParamSource by_layer(params);
+  impl_->inference(stream, by_layer, images);
+  impl_->loss(stream, by_layer, labels);
+  impl_->backward(stream, by_layer, grads);
 }
 
 void Network::predict(Stream& stream, const float* params, const float* images,
                       const int* labels) {
-  impl_->inference(stream, params, images);
+  impl_->inference(stream, ParamSource(params), images);
   ops::top1_correct(stream, impl_->batch_size, data::kNumClasses, impl_->logits.as<float>(),
                     labels, impl_->correct.as<float>());
   ops::dot(stream, impl_->batch_size, impl_->correct.as<float>(), impl_->ones.as<float>(),
@@ -234,13 +299,15 @@ void Network::forward_layers(Stream& stream, const float* params, int first, int
     throw std::out_of_range("Network::forward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
+  // The same forward_layer() as forward() and the LayerParams pass run, so the same ops.
+  const ParamSource flat(params);
   for (int layer = first; layer <= last; ++layer) {
-    impl_->forward_layer(stream, layer, params, images);
+    impl_->forward_layer(stream, layer, flat, images);
   }
 }
 
 void Network::loss(Stream& stream, const float* params, const int* labels) {
-  impl_->loss(stream, params, labels);
+  impl_->loss(stream, ParamSource(params), labels);
 }
 
 void Network::backward_layers(Stream& stream, const float* params, int first, int last,
@@ -249,8 +316,9 @@ void Network::backward_layers(Stream& stream, const float* params, int first, in
     throw std::out_of_range("Network::backward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
+  const ParamSource flat(params);
   for (int layer = last; layer >= first; --layer) {
-    impl_->backward_layer(stream, layer, params, grads, nullptr);
+    impl_->backward_layer(stream, layer, flat, grads, nullptr);
   }
 }
 

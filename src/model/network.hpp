@@ -77,6 +77,24 @@ class Network {
   void forward_backward(Stream& stream, const float* params, const float* images,
                         const int* labels, float* grads, const LayerDone& layer_done);
 
+  /// Where the passes find each layer's parameters when they are not one flat buffer
+  /// (ZeRO-3, chapter 8: each layer is gathered from the towers' shards just before use).
+  /// acquire(k) is called just before the first op reading the parameters of
+  /// gradient_layers()[k] is enqueued, and returns where they are: that layer's variables
+  /// laid out as in the flat buffer from gradient_layers()[k].offset on. release(k) is
+  /// called right after the last op reading them is enqueued. The forward pass acquires
+  /// conv1, conv2, local3, local4, softmax_linear (and computes the weight-decay terms
+  /// while local3 and local4 are held); the backward pass softmax_linear, local4, local3,
+  /// conv2: it never reads conv1's weights, as no gradient is taken for the images.
+  struct LayerParams {
+    std::function<const float*(int layer)> acquire;  ///< layer k's parameters, from now on
+    std::function<void(int layer)> release;          ///< layer k's parameters are read no more
+  };
+  /// As forward_backward(), with the parameters acquired layer by layer from `params`.
+  /// Same ops on the same values, so the same bits as with one flat buffer.
+  void forward_backward(Stream& stream, const LayerParams& params, const float* images,
+                        const int* labels, float* grads);
+
   /// Enqueues the forward pass (no loss, no backward) and counts correct top-1 predictions
   /// (in_top_k, k = 1) into correct_count() (eval).
   void predict(Stream& stream, const float* params, const float* images, const int* labels);

@@ -40,7 +40,7 @@ Buffer& Network::Impl::output_gradient(int layer) {
   }
 }
 
-void Network::Impl::backward(Stream& s, const float* params, float* grads,
+void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
                              const LayerDone& layer_done) {
   // Layer k of gradient_layers() is enqueued: the caller may let other streams start on
   // it (chapter 6 records an event).
@@ -54,17 +54,24 @@ void Network::Impl::backward(Stream& s, const float* params, float* grads,
   }
 }
 
-void Network::Impl::backward_layer(Stream& s, int layer, const float* params, float* grads,
-                                   const std::function<void()>& layer_enqueued) {
+void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& params,
+                                   float* grads, const std::function<void()>& layer_enqueued) {
+  if (layer < 0 || layer >= kLayerCount) {
+    throw std::out_of_range("Network has no layer " + std::to_string(layer));
+  }
+  // The layer's variables are acquired just before its ops and released after them.
+  // conv1's weights are not read: no gradient is taken for the images (dx is null), so
+  // they are not acquired (ZeRO-3 need not gather them a second time).
+  const int k = layer == kConv1 ? -1 : gradient_layer_index(layer);
+  const float* w = k >= 0 ? params.acquire(k) : nullptr;
   // A variable's values and its gradient, by TF name.
-  auto p = [params](const char* name) { return params + parameter(name).offset; };
+  auto p = [w, k](const char* name) { return variable(w, k, name); };
   auto g = [grads](const char* name) { return grads + parameter(name).offset; };
 
   // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
   auto add_weight_decay = [&](const char* name) {
     const ParameterView& view = parameter(name);
-    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, params + view.offset,
-              grads + view.offset);
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, p(name), grads + view.offset);
   };
   auto done = [&] {
     if (layer_enqueued) layer_enqueued();
@@ -132,13 +139,14 @@ void Network::Impl::backward_layer(Stream& s, int layer, const float* params, fl
     case kConv1:
       ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
       linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64,
-                      col1.as<float>(), p("conv1/weights"), gb, g("conv1/weights"),
-                      g("conv1/biases"), nullptr);
+                      col1.as<float>(), nullptr, gb, g("conv1/weights"), g("conv1/biases"),
+                      nullptr);
       done();
       break;
     default:
-      throw std::out_of_range("Network has no layer " + std::to_string(layer));
+      break;  // checked above
   }
+  if (k >= 0) params.release(k);
   s.set_scope("");
 }
 

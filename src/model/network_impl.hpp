@@ -27,6 +27,45 @@ inline constexpr int kFlat = 6 * 6 * 64;
 /// norm1 and norm2: tf.nn.lrn(depth_radius=4, bias=1.0, alpha=0.001/9.0, beta=0.75).
 inline constexpr ops::LrnParams kLrn{};
 
+/// gradient_layers() indices of the five layers with variables (softmax_linear's gradients
+/// are final first). Not the Layer enum of network.hpp, which counts all nine layers.
+enum GradientLayerIndex {
+  kSoftmaxLayer = 0,  ///< softmax_linear
+  kLocal4Layer = 1,   ///< local4
+  kLocal3Layer = 2,   ///< local3
+  kConv2Layer = 3,    ///< conv2
+  kConv1Layer = 4,    ///< conv1
+};
+
+/// Where a pass reads the parameters: one flat buffer (every chapter), or layer by layer
+/// through Network::LayerParams (ZeRO-3). With the flat buffer acquire() is the layer's
+/// range of it and release() does nothing, so both ways enqueue the same ops.
+class ParamSource {
+ public:
+  /// Every layer inside `flat` [kNumParameters].
+  explicit ParamSource(const float* flat) : flat_(flat) {}
+  /// Each layer from `layers` (which must outlive this object).
+  explicit ParamSource(const Network::LayerParams& layers) : layers_(&layers) {}
+  /// Whether the layers come one by one (the loss's weight decay is then taken in the
+  /// forward pass, while its layers are held).
+  bool by_layer() const { return layers_ != nullptr; }
+  /// Layer `layer`'s parameters, laid out as in the flat buffer from the layer's offset.
+  const float* acquire(int layer) const;
+  /// No op reads layer `layer`'s parameters after this.
+  void release(int layer) const;
+
+ private:
+  const float* flat_ = nullptr;
+  const Network::LayerParams* layers_ = nullptr;
+};
+
+/// Variable `name` (of layer `layer`) inside that layer's parameters `layer_params`.
+const float* variable(const float* layer_params, int layer, const char* name);
+
+/// The GradientLayerIndex of a Layer with variables (conv1, conv2, local3, local4,
+/// softmax_linear), or -1 for the pooling and normalization layers, which have none.
+int gradient_layer_index(int layer);
+
 /// Buffers and layer helpers of one Network.
 struct Network::Impl {
   /// Allocates every buffer for `batch` images on `device` and fills `ones` (blocks).
@@ -39,19 +78,28 @@ struct Network::Impl {
   void dense_forward(Stream& s, const float* x, int in, const float* w, const float* bias,
                      int out, bool relu, float* y);
   /// One layer's forward pass (Layer); conv1 reads `images`, the others the layer before.
-  void forward_layer(Stream& s, int layer, const float* params, const float* images);
+  /// A layer with variables acquires them from `params` just before its ops and releases
+  /// them after; with parameters by layer, local3 and local4 add their weight-decay terms
+  /// while they are held.
+  void forward_layer(Stream& s, int layer, const ParamSource& params, const float* images);
   /// inference(): images -> logits, keeping every activation for the backward pass.
-  void inference(Stream& s, const float* params, const float* images);
-  /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`.
-  void loss(Stream& s, const float* params, const int* labels);
+  void inference(Stream& s, const ParamSource& params, const float* images);
+  /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`. With
+  /// parameters by layer the weight decay was summed by inference() already.
+  void loss(Stream& s, const ParamSource& params, const int* labels);
+  /// Adds wd * sum(w^2) / 2 of each decayed variable of layer `layer` (parameters
+  /// `layer_params`) to losses[kWeightDecay], in buffer order.
+  void weight_decay_terms(Stream& s, int layer, const float* layer_params);
   /// Gradients of the total loss into grads[kNumParameters]; needs inference() and loss().
   /// Calls layer_done(k) (when set) once gradient_layers()[k]'s gradients are enqueued.
-  void backward(Stream& s, const float* params, float* grads,
+  void backward(Stream& s, const ParamSource& params, float* grads,
                 const LayerDone& layer_done = nullptr);
   /// One layer's backward pass: reads its output's gradient from output_gradient(layer),
   /// leaves its input's in output_gradient(layer - 1) (conv1: none). `layer_enqueued` is
   /// called right after the last op writing a variable layer's gradients (chapter 6).
-  void backward_layer(Stream& s, int layer, const float* params, float* grads,
+  /// Its variables are acquired and released as in forward_layer(), except conv1's: no
+  /// gradient is taken for the images, so its weights are not read.
+  void backward_layer(Stream& s, int layer, const ParamSource& params, float* grads,
                       const std::function<void()>& layer_enqueued);
   /// The buffer holding the gradient of `layer`'s output during the backward pass: the
   /// activation gradients alternate between grad_a and grad_b (network_backward.cpp).

@@ -3,7 +3,7 @@
 // update itself, for each of chapter 8's optimizers (--optimizer).
 //
 // It covers `count` consecutive parameters: all of them when every tower updates its
-// whole copy (--zero 0), or the shard the tower owns after the reduce-scatter (--zero 1).
+// whole copy (--zero 0), or the shard the tower owns after the reduce-scatter (--zero 1 to 3).
 // The state is allocated on the tower's device under the ledger's optimizer-state
 // category, so sharding it shows in the ledger exactly as the moving averages' does.
 // Every rule is element-wise: updating a shard gives the bits the same range gets when

@@ -28,6 +28,7 @@
 #include <span>
 #include <string_view>
 
+#include "parallel/wire_bytes.hpp"
 #include "runtime/runtime.hpp"
 
 namespace towers {
@@ -67,10 +68,11 @@ Chunk ring_chunk(std::size_t count, int towers, int index);
 /// Allocates, once, one receive buffer of ceil(max_count / towers) floats per tower on
 /// its device and the events that order the ring's steps; average() then accepts any
 /// count up to max_count. Throws std::invalid_argument for an empty tower list or a
-/// device index outside the runtime.
+/// device index outside the runtime. When `wire` is given, every copy of a chunk from one
+/// device to another is counted there (chapter 8).
 std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
-                                               std::size_t max_count);
+                                               std::size_t max_count, WireBytes* wire = nullptr);
 
 /// Chapter 3's averaging as an all-reduce (chapter 4's --allreduce device0): one stream
 /// on tower 0's device waits for every tower, peer-copies and sums their buffers in tower
@@ -115,11 +117,12 @@ class ShardedCollectives {
 
 /// The ring's two halves (the same steps as make_ring_allreduce, whose average() is
 /// reduce_scatter() followed by all_gather(), bit for bit). Tower r owns chunk r+1 (mod
-/// towers) of ring_chunk: the chunk its last reduce-scatter step completes. Allocates as
-/// make_ring_allreduce.
+/// towers) of ring_chunk: the chunk its last reduce-scatter step completes. Allocates and
+/// counts into `wire` as make_ring_allreduce.
 std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
                                                           std::span<const int> device_of_tower,
-                                                          std::size_t max_count);
+                                                          std::size_t max_count,
+                                                          WireBytes* wire = nullptr);
 
 /// ncclReduceScatter (ncclAvg) and ncclAllGather in place, tower r owning chunk r of
 /// count / towers elements. Throws UsageError as make_nccl_allreduce, and, from the calls,

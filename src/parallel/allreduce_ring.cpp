@@ -68,8 +68,11 @@ void scale(Stream& stream, int n, float alpha, float* x) {
 
 class Ring final : public AllReduce, public ShardedCollectives {
  public:
-  Ring(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count)
-      : device_of_tower_(device_of_tower.begin(), device_of_tower.end()), max_count_(max_count) {
+  Ring(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count,
+       WireBytes* wire)
+      : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
+        max_count_(max_count),
+        wire_(wire) {
     const int n = towers();
     const std::size_t chunk = ring_chunk(max_count, n, 0).size;  // the largest chunk
     for (int r = 0; r < n; ++r) {
@@ -175,6 +178,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
     const Chunk c = ring_chunk(count, n, wrap(r - 1 - s, n));
     float* receive = receive_[r].as<float>();
     stream.copy(receive, left + c.offset, c.size * sizeof(float), reduce_names_[s]);
+    count_wire(wrap(r - 1, n), r, c.size);
     if (c.size > 0) add_into(stream, add_names_[s], static_cast<int>(c.size), receive, mine + c.offset);
     if (s == n - 2) {
       // The chunk r now owns, (r+1), holds the sum over all towers: make it the mean.
@@ -190,10 +194,19 @@ class Ring final : public AllReduce, public ShardedCollectives {
                    int r) {
     const Chunk c = ring_chunk(count, towers(), wrap(r - t, towers()));
     stream.copy(mine + c.offset, left + c.offset, c.size * sizeof(float), gather_names_[t]);
+    count_wire(wrap(r - 1, towers()), r, c.size);
+  }
+
+  // A chunk of `size` floats copied from tower `from`'s buffer to tower `to`'s.
+  void count_wire(int from, int to, std::size_t size) {
+    if (wire_ != nullptr) {
+      wire_->add(device_of_tower_[from], device_of_tower_[to], size * sizeof(float));
+    }
   }
 
   std::vector<int> device_of_tower_;
   std::size_t max_count_;
+  WireBytes* wire_;  // where chunks copied between devices are counted; may be null
   std::vector<Buffer> receive_;  // per tower: [largest chunk] floats on its device
   // done_[r][g]: tower r has finished step g-1; [0]: the work before average() is done.
   std::vector<std::vector<std::unique_ptr<Event>>> done_;
@@ -206,16 +219,17 @@ class Ring final : public AllReduce, public ShardedCollectives {
 
 std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
-                                               std::size_t max_count) {
+                                               std::size_t max_count, WireBytes* wire) {
   detail::check_towers("ring", runtime, device_of_tower);
-  return std::make_unique<Ring>(runtime, device_of_tower, max_count);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire);
 }
 
 std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
                                                           std::span<const int> device_of_tower,
-                                                          std::size_t max_count) {
+                                                          std::size_t max_count,
+                                                          WireBytes* wire) {
   detail::check_towers("ring", runtime, device_of_tower);
-  return std::make_unique<Ring>(runtime, device_of_tower, max_count);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire);
 }
 
 }  // namespace towers

@@ -39,4 +39,13 @@ void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
               "copy loss");
 }
 
+void tower_loss(Tower& tower, const model::Network::LayerParams& params, const data::Batch& batch) {
+  check_batch(tower, batch);
+  Stream& stream = *tower.stream;
+  tower.network->forward_backward(stream, params, batch.images, batch.labels,
+                                  tower.grads.as<float>());
+  stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,
+              "copy loss");
+}
+
 }  // namespace towers

@@ -25,4 +25,9 @@ void tower_loss(Tower& tower, const float* params, const data::Batch& batch);
 void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
                 const model::Network::LayerDone& layer_done);
 
+/// As the first, with each layer's parameters acquired from `params` just before use
+/// (model::Network::LayerParams): chapter 8's ZeRO-3, whose towers hold a shard of the
+/// parameters and gather each layer when it runs. Introduced in chapter 8.
+void tower_loss(Tower& tower, const model::Network::LayerParams& params, const data::Batch& batch);
+
 }  // namespace towers

@@ -16,6 +16,17 @@
 // master copy and two moments, here a moving average and two moments); see
 // optimizer_state_bytes(). Activations are not in the formula: they depend on the
 // batch, not on Ψ, and no stage divides them.
+//
+// The paper counts what a device keeps between steps. At its peak a device also holds
+// what stages 2 and 3 need for a moment, and the ledger measures the peak, so the
+// formula takes two transient terms (0 in the paper's count):
+//   stage 2-3: + b_g B  the gradients the backward pass writes whole before they are
+//                        reduce-scattered (chapter 8: B = Ψ, the whole model is one bucket)
+//   stage 3:   + b_p W  the gathered layers held at once (chapter 8: W = the two largest
+//                        consecutive layers in the order the passes use them, since the
+//                        next layer's gather is prefetched while one computes)
+// Shards: N need not divide Ψ; a shard is then one element longer than Ψ/N, so a device's
+// measured bytes of a sharded category lie in [formula, formula + one element per tower).
 // The same function serves the tests, the chapter's summary and its printed table.
 #pragma once
 
@@ -30,6 +41,8 @@ struct ZeroSizes {
   double parameter_bytes = 4;   ///< b_p: bytes per parameter (4: fp32)
   double gradient_bytes = 4;    ///< b_g: bytes per gradient element
   double optimizer_bytes = 4;   ///< k: bytes of optimizer state per parameter
+  double gradient_bucket = 0;   ///< B: gradient elements held whole at stages 2-3 (transient)
+  double parameter_window = 0;  ///< W: gathered parameter elements held at stage 3 (transient)
 };
 
 /// Bytes of each kind of model state on one device.
@@ -57,11 +70,26 @@ inline constexpr int kMaxZeroStage = 3;
 constexpr ZeroBytes zero_bytes_per_device(int stage, const ZeroSizes& sizes) {
   const double psi = sizes.parameters;
   const double n = sizes.devices;
-  auto held = [&](int sharded_from, double bytes_per_element) {
-    return stage >= sharded_from ? bytes_per_element * psi / n : bytes_per_element * psi;
+  auto held = [&](int sharded_from, double bytes_per_element, double transient) {
+    return stage >= sharded_from ? bytes_per_element * (psi / n + transient)
+                                 : bytes_per_element * psi;
   };
-  return {held(3, sizes.parameter_bytes), held(2, sizes.gradient_bytes),
-          held(1, sizes.optimizer_bytes)};
+  return {held(3, sizes.parameter_bytes, sizes.parameter_window),
+          held(2, sizes.gradient_bytes, sizes.gradient_bucket),
+          held(1, sizes.optimizer_bytes, 0)};
+}
+
+/// Bytes all N towers together send over the links in one step at ZeRO `stage`, with
+/// `bytes` per element. Stages 0-2: one reduce-scatter and one all-gather of Ψ, in which
+/// each tower receives the N-1 shards it does not own: 2(N-1)Ψ bytes (per tower, the
+/// all-reduce's 2(N-1)/N Ψ). Stage 3: the reduce-scatter, a gather of every layer for the
+/// forward pass and one of each layer the backward pass reads, `backward_parameters` of
+/// them: (N-1)(2Ψ + Ψ_bwd). With Ψ_bwd = Ψ that is 1.5 times stages 0-2.
+constexpr double zero_wire_bytes_per_step(int stage, double parameters, int devices,
+                                          double bytes, double backward_parameters) {
+  const double others = devices - 1;
+  const double gathered = stage >= 3 ? parameters + backward_parameters : parameters;
+  return others * (parameters + gathered) * bytes;
 }
 
 }  // namespace towers

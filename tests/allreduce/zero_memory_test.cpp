@@ -47,6 +47,31 @@ TEST(ZeroMemory, OneDeviceShardsNothing) {
   }
 }
 
+// The transient terms: the whole gradient buffer from stage 2 on, the gathered window at
+// stage 3, each added to the shard of its own category only.
+TEST(ZeroMemory, TransientTermsAddToTheStagesThatHoldThem) {
+  ZeroSizes fp32{1000, 4, 4, 4, 4};
+  fp32.gradient_bucket = 1000;   // the whole buffer, for one step
+  fp32.parameter_window = 300;   // two layers gathered at once
+  EXPECT_EQ(zero_bytes_per_device(1, fp32).gradients, 4000.0);  // whole: no bucket to add
+  EXPECT_EQ(zero_bytes_per_device(2, fp32).gradients, 4 * (250.0 + 1000));
+  EXPECT_EQ(zero_bytes_per_device(2, fp32).parameters, 4000.0);
+  EXPECT_EQ(zero_bytes_per_device(3, fp32).parameters, 4 * (250.0 + 300));
+  EXPECT_EQ(zero_bytes_per_device(3, fp32).optimizer_state, 1000.0);
+}
+
+TEST(ZeroMemory, WireBytesAreTheAllReducesAndHalfAgainAtStageThree) {
+  // 8 towers, 1000 fp32 parameters: each tower receives 7/8 of them twice per step.
+  const double all_reduce = 2.0 * 7 * 1000 * 4;
+  for (int stage = 0; stage <= 2; ++stage) {
+    EXPECT_EQ(zero_wire_bytes_per_step(stage, 1000, 8, 4, 1000), all_reduce) << stage;
+  }
+  EXPECT_EQ(zero_wire_bytes_per_step(3, 1000, 8, 4, 1000), 1.5 * all_reduce);
+  // A layer the backward pass does not read is not gathered again.
+  EXPECT_EQ(zero_wire_bytes_per_step(3, 1000, 8, 4, 900), 1.5 * all_reduce - 7 * 100 * 4);
+  EXPECT_EQ(zero_wire_bytes_per_step(3, 1000, 1, 4, 1000), 0.0);  // one tower: no wire
+}
+
 // Chapter 8's --optimizer: k is the moving average's 4 bytes plus 4 per float of the
 // optimizer's own state, and only the optimizer-state column changes with it.
 TEST(ZeroMemory, KPerOptimizerIsTheMovingAveragePlusItsOwnState) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "data/preprocess.hpp"
 #include "data/synthetic.hpp"
 #include "device_io.hpp"
+#include "model/gradient_layers.hpp"
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -152,6 +154,92 @@ TEST(Network, RefusesABatchWhoseIm2colMatrixPassesInt32BeforeAllocating) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(kMaxBatchSize)), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--batch-size"), std::string::npos) << e.what();
   }
+}
+
+// ZeRO-3's hook (chapter 8): the passes ask for each layer's parameters just before use
+// and give them back after. Served from separate per-layer copies, the pass must compute
+// the same losses and gradients, bit for bit, as from the flat buffer, and ask in the
+// order LayerGather prefetches: conv1..softmax_linear forward, softmax_linear..conv2
+// backward (conv1's weights are never read backward), each acquire followed by its release.
+TEST(Network, ParametersByLayerGiveTheSameBitsAndAreAskedForInPassOrder) {
+  DeviceIo io(Backend::kHost);
+  constexpr int kBatch = 4;
+  const Batch batch = synthetic_batch(io, kBatch, 5);
+  std::vector<float> host(kNumParameters);
+  initialize_parameters(3, host.data());
+  const float* flat = io.upload(host);
+  std::vector<const float*> layer_copies;  // a separate device copy of each layer
+  for (const GradientLayer& layer : gradient_layers()) {
+    layer_copies.push_back(io.upload(std::vector<float>(
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
+  }
+  float* flat_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  float* layer_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  Network a(io.device(), kBatch), b(io.device(), kBatch);
+  a.forward_backward(io.stream(), flat, batch.images, batch.labels, flat_grads);
+  std::vector<std::string> calls;
+  Network::LayerParams by_layer{
+      [&](int k) {
+        calls.push_back("+" + gradient_layers()[k].name);
+        return layer_copies[k];
+      },
+      [&](int k) { calls.push_back("-" + gradient_layers()[k].name); }};
+  b.forward_backward(io.stream(), by_layer, batch.images, batch.labels, layer_grads);
+  const std::vector<float> ga = io.download(flat_grads, kNumParameters);
+  const std::vector<float> gb = io.download(layer_grads, kNumParameters);
+  EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0);
+  const std::vector<float> la = io.download(a.losses(), kLossCount);
+  const std::vector<float> lb = io.download(b.losses(), kLossCount);
+  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
+  const std::vector<std::string> expected = {
+      "+conv1", "-conv1", "+conv2", "-conv2", "+local3", "-local3", "+local4", "-local4",
+      "+softmax_linear", "-softmax_linear", "+softmax_linear", "-softmax_linear", "+local4",
+      "-local4", "+local3", "-local3", "+conv2", "-conv2"};
+  EXPECT_EQ(calls, expected);
+}
+
+// Chapter 9's layer ranges and ZeRO-3's layer hook run the same per-layer code: a pass cut
+// into two ranges (forward_layers, loss, backward_layers on the flat buffer) computes the
+// losses and gradients of the pass that takes every layer's parameters through
+// Network::LayerParams, bit for bit.
+TEST(Network, LayerRangesGiveTheBitsOfTheLayerHook) {
+  DeviceIo io(Backend::kHost);
+  constexpr int kBatch = 4;
+  const Batch batch = synthetic_batch(io, kBatch, 7);
+  std::vector<float> host(kNumParameters);
+  initialize_parameters(5, host.data());
+  const float* flat = io.upload(host);
+  std::vector<const float*> layer_copies;
+  for (const GradientLayer& layer : gradient_layers()) {
+    layer_copies.push_back(io.upload(std::vector<float>(
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
+  }
+  float* hook_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  float* range_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  Network hooked(io.device(), kBatch), ranged(io.device(), kBatch);
+  int acquired = 0;
+  Network::LayerParams by_layer{[&](int k) {
+                                  ++acquired;
+                                  return layer_copies[static_cast<std::size_t>(k)];
+                                },
+                                [](int) {}};
+  hooked.forward_backward(io.stream(), by_layer, batch.images, batch.labels, hook_grads);
+  EXPECT_EQ(acquired, 9) << "five layers forward, four backward (conv1 is not read)";
+  // Two stages cut after norm2, as a pipeline would: the second reads the first's output.
+  ranged.forward_layers(io.stream(), flat, kConv1, kNorm2, batch.images);
+  ranged.forward_layers(io.stream(), flat, kPool2, kSoftmaxLinear, nullptr);
+  ranged.loss(io.stream(), flat, batch.labels);
+  ranged.backward_layers(io.stream(), flat, kPool2, kSoftmaxLinear, range_grads);
+  ranged.backward_layers(io.stream(), flat, kConv1, kNorm2, range_grads);
+  const std::vector<float> ga = io.download(hook_grads, kNumParameters);
+  const std::vector<float> gb = io.download(range_grads, kNumParameters);
+  EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0);
+  const std::vector<float> la = io.download(hooked.losses(), kLossCount);
+  const std::vector<float> lb = io.download(ranged.losses(), kLossCount);
+  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
+  EXPECT_GT(std::count_if(gb.begin(), gb.end(), [](float g) { return g != 0.0f; }), 0);
 }
 
 }  // namespace

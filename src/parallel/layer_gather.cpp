@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/layer_gather.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "model/gradient_layers.hpp"
+
+namespace towers {
+namespace {
+
+const model::GradientLayer& layer_range(int layer) {
+  return model::gradient_layers()[static_cast<std::size_t>(layer)];
+}
+
+}  // namespace
+
+// One tower's window, its communication stream and the events between the two streams.
+// The window has two ends; use u of schedule() sits at end u % 2.
+struct LayerGather::PerTower {
+  std::unique_ptr<Stream> comm;   // the gathers run here
+  Buffer window;                  // [window_elements()] floats
+  std::unique_ptr<Event> arrived[2];   // the layer gathered into an end is complete
+  std::unique_ptr<Event> released[2];  // the compute stream no longer reads an end
+  std::size_t next_use = 0;            // position in schedule() of the next acquire
+  std::vector<std::string> names;      // "gather conv1", per use, for the trace
+};
+
+const std::vector<int>& LayerGather::schedule() {
+  // gradient_layers() indices: 0 softmax_linear, 1 local4, 2 local3, 3 conv2, 4 conv1.
+  static const std::vector<int> uses = {4, 3, 2, 1, 0, 0, 1, 2, 3};
+  return uses;
+}
+
+std::size_t LayerGather::window_elements() {
+  const std::vector<int>& uses = schedule();
+  std::size_t largest = 0;
+  for (std::size_t u = 0; u + 1 < uses.size(); ++u) {
+    largest = std::max(largest, layer_range(uses[u]).count + layer_range(uses[u + 1]).count);
+  }
+  return largest;
+}
+
+std::size_t LayerGather::backward_elements() {
+  std::size_t total = 0;
+  for (std::size_t u = 5; u < schedule().size(); ++u) total += layer_range(schedule()[u]).count;
+  return total;
+}
+
+LayerGather::LayerGather(const std::vector<std::unique_ptr<Tower>>& towers,
+                         std::vector<const float*> shards, std::vector<Chunk> owned,
+                         WireBytes* wire)
+    : towers_(towers), shards_(std::move(shards)), owned_(std::move(owned)), wire_(wire) {
+  if (shards_.size() != towers_.size() || owned_.size() != towers_.size()) {
+    throw std::invalid_argument("LayerGather: one shard and one owned range per tower");
+  }
+  for (const auto& tower : towers_) {
+    auto p = std::make_unique<PerTower>();
+    p->comm = tower->device->create_stream();
+    p->comm->set_tower(tower->index);
+    p->window = tower->device->allocate(window_elements() * sizeof(float),
+                                        MemoryCategory::kParameters);
+    for (int end = 0; end < 2; ++end) {
+      p->arrived[end] = tower->device->create_wait_event();
+      p->released[end] = tower->device->create_wait_event();
+    }
+    for (std::size_t u = 0; u < schedule().size(); ++u) {
+      p->names.push_back("gather " + layer_range(schedule()[u]).name + (u < 5 ? "" : " again"));
+    }
+    per_tower_.push_back(std::move(p));
+  }
+}
+
+LayerGather::~LayerGather() = default;
+
+model::Network::LayerParams LayerGather::hooks(int tower) {
+  return {[this, tower](int layer) { return acquire(tower, layer); },
+          [this, tower](int layer) { release(tower, layer); }};
+}
+
+float* LayerGather::slot(int tower, std::size_t use) const {
+  // End 0 from the window's start, end 1 flush with its end: two consecutive uses never
+  // overlap, since the window holds the largest two consecutive layers.
+  float* window = per_tower_[tower]->window.as<float>();
+  if (use % 2 == 0) return window;
+  return window + (window_elements() - layer_range(schedule()[use]).count);
+}
+
+const float* LayerGather::acquire(int tower, int layer) {
+  PerTower& p = *per_tower_[tower];
+  const std::size_t use = p.next_use;
+  if (schedule()[use] != layer) {
+    throw std::logic_error("LayerGather: the pass asked for " + layer_range(layer).name +
+                           " where the schedule has " + layer_range(schedule()[use]).name);
+  }
+  if (use == 0) enqueue_gather(tower, 0);  // the step's first layer: nothing prefetched it
+  towers_[tower]->stream->wait(*p.arrived[use % 2]);
+  // Prefetch: the next layer travels while this one computes.
+  if (use + 1 < schedule().size()) enqueue_gather(tower, use + 1);
+  return slot(tower, use);
+}
+
+void LayerGather::release(int tower, int layer) {
+  PerTower& p = *per_tower_[tower];
+  if (schedule()[p.next_use] != layer) {
+    throw std::logic_error("LayerGather: released " + layer_range(layer).name + " out of order");
+  }
+  towers_[tower]->stream->record(*p.released[p.next_use % 2]);
+  p.next_use = (p.next_use + 1) % schedule().size();  // the next step starts over
+}
+
+void LayerGather::enqueue_gather(int tower, std::size_t use) {
+  PerTower& p = *per_tower_[tower];
+  Stream& comm = *p.comm;
+  const model::GradientLayer& layer = layer_range(schedule()[use]);
+  float* into = slot(tower, use);
+  // The end's previous layer (use - 2) must be done with before it is overwritten.
+  comm.wait(*p.released[use % 2]);
+  // Every tower's piece of this layer: its owned range intersected with the layer's.
+  for (std::size_t owner = 0; owner < towers_.size(); ++owner) {
+    const Chunk& own = owned_[owner];
+    const std::size_t begin = std::max(own.offset, layer.offset);
+    const std::size_t end = std::min(own.offset + own.size, layer.offset + layer.count);
+    if (begin >= end) continue;
+    comm.copy(into + (begin - layer.offset), shards_[owner] + (begin - own.offset),
+              (end - begin) * sizeof(float), p.names[use]);
+    if (wire_ != nullptr) {
+      wire_->add(towers_[owner]->device->index(), towers_[tower]->device->index(),
+                 (end - begin) * sizeof(float));
+    }
+  }
+  comm.record(*p.arrived[use % 2]);
+}
+
+}  // namespace towers

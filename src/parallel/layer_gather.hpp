@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// LayerGather: ZeRO-3's parameters, gathered one layer at a time just before use.
+//
+// At ZeRO-3 tower r keeps only its shard of the flat parameters (the range the ring's
+// reduce-scatter leaves it, ShardedCollectives::shard). The model needs a layer whole
+// while that layer runs, in the forward pass and again in the backward pass. So before a
+// layer runs, each tower copies the pieces of that layer the other towers own into a
+// small window of its own (an all-gather, each tower pulling the N-1 shards it lacks), and
+// drops it after the layer's last op: the window is reused for a later layer.
+//
+// Prefetch: the copies run on a communication stream of the tower, and the gather of the
+// next layer is enqueued as soon as the current one is handed to the compute stream, so it
+// travels while the current layer computes (chapter 6's two streams). The window therefore
+// holds two layers at once: the one in use at one end, the next one at the other end, so
+// its size is the largest sum of two consecutive layers in the order the passes use them.
+// Events order the two streams: the compute stream waits until a layer has arrived; the
+// communication stream waits until the layer that last used an end has been released.
+//
+// Why each tower pulls rather than passing chunks round a ring: the towers' passes are
+// enqueued one tower after another, so a ring step of tower 0 could not wait for a layer
+// tower 1 has not enqueued yet. The shards being pulled were final before the step began
+// (the update happens after the reduce-scatter, which every tower's backward pass precedes),
+// so a tower can gather alone. The bytes are the all-gather's: (N-1) shards per tower.
+// Introduced in chapter 8.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/network.hpp"
+#include "parallel/allreduce.hpp"
+#include "parallel/tower.hpp"
+#include "parallel/wire_bytes.hpp"
+
+namespace towers {
+
+/// Gathers each tower's layers from every tower's parameter shard.
+class LayerGather {
+ public:
+  /// towers[i] holds shards[i], the range owned[i] of the flat parameters, on its device;
+  /// the owned ranges tile [0, kNumParameters). Makes a communication stream and a window
+  /// of window_elements() floats (MemoryCategory::kParameters) per tower. Copies between
+  /// devices are counted into `wire` (may be null). `towers` must outlive this object.
+  LayerGather(const std::vector<std::unique_ptr<Tower>>& towers, std::vector<const float*> shards,
+              std::vector<Chunk> owned, WireBytes* wire);
+  ~LayerGather();
+
+  /// The hooks tower `tower`'s next model::Network::forward_backward calls: acquire(k)
+  /// makes the compute stream wait for layer k and prefetches the next layer; release(k)
+  /// marks the window's end free. Throws std::logic_error when the pass asks for another
+  /// layer than schedule() says (the schedule and the network disagree).
+  model::Network::LayerParams hooks(int tower);
+
+  /// Layers (model::gradient_layers() indices) in the order one forward_backward acquires
+  /// them: conv1 .. softmax_linear, then softmax_linear .. conv2 (the backward pass does
+  /// not read conv1's weights).
+  static const std::vector<int>& schedule();
+  /// Floats of each tower's window: the largest two consecutive layers of schedule().
+  static std::size_t window_elements();
+  /// Parameters the backward pass gathers (every layer but conv1).
+  static std::size_t backward_elements();
+
+ private:
+  struct PerTower;
+  const float* acquire(int tower, int layer);
+  void release(int tower, int layer);
+  void enqueue_gather(int tower, std::size_t use);
+  float* slot(int tower, std::size_t use) const;
+
+  const std::vector<std::unique_ptr<Tower>>& towers_;
+  std::vector<const float*> shards_;
+  std::vector<Chunk> owned_;
+  WireBytes* wire_;
+  std::vector<std::unique_ptr<PerTower>> per_tower_;
+};
+
+}  // namespace towers
