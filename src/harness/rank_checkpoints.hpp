@@ -58,9 +58,9 @@ class RankCheckpoints {
   bool evaluate_here() const { return eval_ && job_.rank() == 0; }
   /// The global step the job starts at: 0, or the resumed checkpoint's.
   std::int64_t first_step() const { return resumed_ ? resumed_->global_step : 0; }
-  /// The resumed parameters and moving averages (kNumParameters each), or null when the
-  /// job starts from --seed.
+  /// The resumed parameters (kNumParameters), or null when the job starts from --seed.
   const float* resumed_params() const { return resumed_ ? resumed_->params.data() : nullptr; }
+  /// The resumed moving averages (kNumParameters), or null when the job starts from --seed.
   const float* resumed_averages() const { return resumed_ ? resumed_->moving_averages.data() : nullptr; }
 
   /// Says where the job resumed from, has `training` count global steps from there, and

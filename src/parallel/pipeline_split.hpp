@@ -20,14 +20,14 @@ namespace towers {
 
 /// One stage's layers, first..last inclusive (model::Layer values).
 struct StageLayers {
-  int first = 0;
-  int last = 0;
+  int first = 0;  ///< the stage's first layer
+  int last = 0;   ///< its last layer (inclusive)
 };
 
 /// The range of the flat parameter buffer a stage's layers own (count 0: no variables).
 struct ParameterRange {
-  std::size_t offset = 0;
-  std::size_t count = 0;
+  std::size_t offset = 0;  ///< index of the range's first float in the flat buffer
+  std::size_t count = 0;   ///< floats in the range
 };
 
 /// The estimated cost of a layer for one image, forward and backward: the multiply-adds
