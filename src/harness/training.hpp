@@ -28,13 +28,20 @@ inline constexpr int kDefaultBatchSize = 32;
 /// steps 0, 9, 19, 29) while chapter 2, the slowest, ends in about 25 s on 2 cores.
 inline constexpr int kDefaultSteps = 30;
 
+/// The chapters' default layout: TowerLayout's, at kDefaultBatchSize images per tower.
+inline TowerLayout default_layout() {
+  TowerLayout layout;
+  layout.batch_size = kDefaultBatchSize;
+  return layout;
+}
+
 /// Flags of the training chapters.
 struct TrainingFlags {
   RuntimeOptions runtime;      ///< --backend, --devices
   TraceFiles trace_files;      ///< --trace, --trace-svg
   /// --towers, --towers-per-device, --batch-size. The defaults (kDefaultBatchSize,
   /// kDefaultSteps) keep a plain run of any chapter under about 30 s on 2 cores.
-  TowerLayout layout{.batch_size = kDefaultBatchSize};
+  TowerLayout layout = default_layout();
   std::string data_dir;        ///< --data-dir; empty: the embedded synthetic set
   int steps = kDefaultSteps;   ///< --steps
   int log_every = 10;          ///< --log-every
