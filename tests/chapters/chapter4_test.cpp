@@ -178,8 +178,20 @@ TEST_P(ExperimentSettings, RunsAndEchoesItsChoices) {
   EXPECT_GT(r.number("allreduce_ms"), 0.0) << "device0's ops count as the all-reduce too\n"
                                            << r.output;
   // Only the iterators copy input on their own streams; the queue's towers copy their slice.
+  // Whether a copy overlapped compute in 3 short steps is timing: a run on a machine busy
+  // with a neighbour test measured 0 once. Up to 3 runs must show overlap at least once;
+  // copies on the towers' own streams (the queue's way) show none in any of them.
   if (s.input == "iterator") {
-    EXPECT_GT(r.number("input_overlap"), 0.0) << r.output;
+    std::string outputs = r.output;
+    double overlap = r.number("input_overlap");
+    for (int retry = 0; retry < 2 && overlap <= 0.0; ++retry) {
+      auto again = run("04_nccl_iterator", kSmall + "--steps 3 --devices 2 --input iterator "
+                                                    "--allreduce " + s.allreduce);
+      ASSERT_EQ(again.exit_code, 0) << again.output;
+      overlap = again.number("input_overlap");
+      outputs += again.output;
+    }
+    EXPECT_GT(overlap, 0.0) << outputs;
   } else {
     EXPECT_EQ(r.number("input_overlap"), 0.0) << r.output;
   }

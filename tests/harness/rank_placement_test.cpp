@@ -19,7 +19,7 @@ namespace {
 
 // A fake driver folder with `gpus` GPU entries, and CUDA_VISIBLE_DEVICES cleared (restored
 // as it was afterwards).
-class RankPlacement : public testing::Test {
+class RankPlacement : public ::testing::Test {
  protected:
   void SetUp() override {
     if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) saved_ = v;
