@@ -11,6 +11,7 @@
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/host/blas.hpp"
 #include "kernels/host/parallel.hpp"
+#include "kernels/host/phase_clock.hpp"
 #include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
 
@@ -167,6 +168,10 @@ void over_tiles(int batch, int per_tile, Tile tile) {
   });
 }
 
+// The fused ops' trace names, also their phase records' (kernels/host/phase_clock.hpp).
+constexpr const char* kConvForwardName = "im2col_gemm_bias_relu";
+constexpr const char* kConvInputGradName = "gemm_col2im";
+
 }  // namespace
 
 void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const float* w,
@@ -174,16 +179,20 @@ void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const floa
   const int columns = math::im2col_columns(k, s.channels);
   const int per_image = s.height * s.width;  // output pixels (SAME) = rows of col
   stream.launch(
-      "im2col_gemm_bias_relu",
+      kConvForwardName,
       [=] {
+        host::PhaseRecord record(kConvForwardName);  // phase times, for profiles
         over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
           const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
           const int rows = (n1 - n0) * per_image;
           float* col_tile = col + row0 * columns;
           float* y_tile = y + row0 * out_channels;
+          host::PhaseTimer phases(record);  // each pass of the tile, for profiles
           host_im2col(x, s, k, col, n0, n1);
+          phases.lap(host::Phase::kIm2col);
           host::gemm(false, false, rows, out_channels, columns, 1.0f, col_tile, columns, w,
                      out_channels, 0.0f, y_tile, out_channels);
+          phases.lap(host::Phase::kProduct);
           // bias_add and relu_forward in one pass: host::bias_add's sum, then
           // math::relu_forward's select, element by element.
           for (int r = 0; r < rows; ++r) {
@@ -193,6 +202,7 @@ void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const floa
               y_row[j] = sum > 0.0f ? sum : 0.0f;
             }
           }
+          phases.lap(host::Phase::kBiasRelu);
         });
       },
       [=](const Ctx& c) {
@@ -210,15 +220,19 @@ void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, con
   const int columns = math::im2col_columns(k, s.channels);
   const int per_image = s.height * s.width;
   stream.launch(
-      "gemm_col2im",
+      kConvInputGradName,
       [=] {
+        host::PhaseRecord record(kConvInputGradName);
         over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
           const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
           const int rows = (n1 - n0) * per_image;
           // dcol rows of this tile = dy rows w^T, then summed into this tile's images.
+          host::PhaseTimer phases(record);
           host::gemm(false, true, rows, columns, out_channels, 1.0f, dy + row0 * out_channels,
                      out_channels, w, out_channels, 0.0f, dcol + row0 * columns, columns);
+          phases.lap(host::Phase::kProduct);
           host_col2im(dcol, s, k, dx, n0, n1);
+          phases.lap(host::Phase::kCol2im);
         });
       },
       [=](const Ctx& c) {
