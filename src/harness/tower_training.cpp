@@ -130,11 +130,17 @@ int probe_step(int steps) { return steps > 1 ? 1 : 0; }
 
 }  // namespace
 
-bool TowerTraining::traces_step(int step) const {
-  if (runtime_->backend() == Backend::kHost) return true;
-  if (!flags_.trace_files.json.empty() || !flags_.trace_files.svg.empty()) return true;
-  return step == probe_step(flags_.steps) || step == flags_.steps - 1;
+bool step_is_traced(Backend backend, bool trace_file, int step, int steps) {
+  if (backend == Backend::kHost || trace_file) return true;
+  return step == probe_step(steps) || step == steps - 1;
 }
+
+bool TowerTraining::traces_step(int step) const {
+  const bool trace_file = !flags_.trace_files.json.empty() || !flags_.trace_files.svg.empty();
+  return step_is_traced(runtime_->backend(), trace_file, step, flags_.steps);
+}
+
+bool StepScope::traced() const { return training_.traces_step(step_); }
 
 void TowerTraining::probe(Tower& tower) {
   // Not in step 0 when there is a step 1: step 0 is the warm-up, where every kernel and
