@@ -11,6 +11,7 @@
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
 #include "model/checkpoint.hpp"
+#include "trace/analysis.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
 #include "trace/span_names.hpp"
@@ -248,6 +249,7 @@ int TowerTraining::write_outputs_and_summary(const std::string& towers_meet, Sum
   }
   written &= write_output([&] { traces_->write_trace_files(); });
   Summary summary = tower_summary(flags_, *runtime_, job_towers_, *traces_, *log_, last_loss_);
+  print_lost_stamps_warning(traces_->lost_stamp_ops());
   summary.add("towers_meet", towers_meet);
   summary.add("trace_collect_ms", trace_collect_seconds_ * 1000.0 / std::max(1, log_->steps()), 3);
   if (rendezvous_) {

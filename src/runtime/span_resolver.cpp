@@ -19,6 +19,8 @@ Trace::Resolve resolve_when_complete(SpanEvents events) {
       // to tell: not stamped, so the analysis does not read "no kernel ran" from it.
       auto ran = events.stamps->ran_us();
       span.stamped = ran.has_value() && !ran->empty() && !events.stamps->missed();
+      // Reported, not silent (lost_stamp_ops): the analysis counts this op as idle.
+      span.stamps_lost = events.stamps->missed() || !ran.has_value();
       if (ran) span.ran_us = std::move(*ran);
     }
     return true;
