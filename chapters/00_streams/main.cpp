@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
       Summary().add("mode", mode).add("towers", num_gpus)
           .add("max_concurrent_towers", analysis.max_concurrent_towers)
           .add("step_ms", step_ms, 1).print();
+      print_lost_stamps_warning(analysis.lost_stamp_ops);  // cuda: stamps the ring could not hold
     }
     write_trace_files(trace_files, runtime->trace().collect(), "chapter 0: streams");
     return 0;

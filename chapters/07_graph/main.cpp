@@ -12,6 +12,7 @@
 #include <chrono>
 
 #include "harness/graph_file.hpp"
+#include "harness/launch_times.hpp"
 #include "harness/step_scalars.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     const double capture_ms = 1000.0 * seconds_since(capture_started);
     save_graph_if_asked(save_graph, *train_op);
 
-    double launch_ms = 0;
+    LaunchTimes launch_times;  // host_launch_ms: the untraced steps after the first
     const auto host_calls_before = training.runtime().trace().host_enqueues();
     int steps_run = 0;
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested();
@@ -97,8 +98,9 @@ int main(int argc, char** argv) {
       scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
       const auto launch_started = std::chrono::steady_clock::now();
       train_op->launch(meet);  // the whole step: every tower, the average, the update
-      if (run_step > 0 || flags.steps == 1) launch_ms += 1000.0 * seconds_since(launch_started);
       // docs-end: launch-step
+      // A traced step's launch on cuda also records the trace's events: timed, left out.
+      launch_times.add(run_step, step.traced(), 1000.0 * seconds_since(launch_started));
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
@@ -106,11 +108,12 @@ int main(int argc, char** argv) {
     const auto host_calls = training.runtime().trace().host_enqueues() - host_calls_before;
 
     const double steps = steps_run > 0 ? steps_run : 1;
-    const double timed_launches = steps_run > 1 ? steps_run - 1 : 1;  // first step excluded
     Summary graph_keys;
     graph_keys.add("graph_nodes", static_cast<long long>(train_op->nodes().size()))
         .add("capture_ms", capture_ms, 3)
-        .add("host_launch_ms", launch_ms / timed_launches, 4)
+        .add("host_launch_ms", launch_times.mean_ms(), 4)
+        .add("host_launch_steps", launch_times.counted())
+        .add("host_launch_from", launch_times.from())
         .add("host_calls_per_step", static_cast<double>(host_calls) / steps, 2)
         .add("graph_launches", train_op->launches())
         .add("tower_bodies_run", tower_bodies_run);

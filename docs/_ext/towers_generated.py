@@ -20,7 +20,8 @@ A page shows them with these directives::
     ```
 
 and with those of towers_figures.py (towers-steps, towers-ring, towers-events: figures
-drawn from the runs), towers_pages.py (towers-compare, towers-gpu-runs: tables across sources) and
+drawn from the runs), towers_pages.py (towers-compare, towers-gpu-runs, towers-gpu-chapters: tables across
+sources) and
 towers_experiment.py (towers-experiment: runs that change one factor per row).
 
 Each one names the run (its ``run_id``) under what it shows, so a reader can tell the
@@ -301,7 +302,7 @@ def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
     from towers_experiment import ExperimentDirective
     from towers_figures import EventsDirective, RingDirective, StepsDirective
-    from towers_pages import CompareDirective, GpuRunsDirective, LayersDirective
+    from towers_pages import CompareDirective, GpuChaptersDirective, GpuRunsDirective, LayersDirective
     import towers_sources
 
     app.add_config_value("towers_generated_dir", "", "env")
@@ -311,6 +312,7 @@ def setup(app):
     app.add_directive("towers-steps", StepsDirective)
     app.add_directive("towers-gpu-runs", GpuRunsDirective)
     app.add_directive("towers-layers", LayersDirective)
+    app.add_directive("towers-gpu-chapters", GpuChaptersDirective)
     app.add_directive("towers-compare", CompareDirective)
     app.add_directive("towers-experiment", ExperimentDirective)
     app.add_directive("towers-ring", RingDirective)

@@ -4,6 +4,7 @@
     ```{towers-compare}      the chapters of scripts/tutorial.chapters, compared
     ```{towers-gpu-runs}     which paths have run on a GPU, from bench/results/
     ```{towers-layers}       the code's layers, from src/LAYERS
+    ```{towers-gpu-chapters} per chapter: its last GPU run, or "only compiled"
 """
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from towers_generated import SummaryDirective
+from towers_gpu_status import HEADER, chapter_statuses, table_rows
 
 
 class CompareDirective(SummaryDirective):
@@ -172,3 +174,36 @@ class LayersDirective(SphinxDirective):
             + (f"{len(allowed)} allowed exception(s) listed in src/LAYERS." if allowed
                else "no exception to the order.")))
         return [table, note]
+
+
+class GpuChaptersDirective(SphinxDirective):
+    """Per chapter, the last run of its program on a GPU (date, result, results page and
+    commit) or "only compiled": towers_gpu_status.py reads bench/results/*.md and the
+    folders chapters/NN_*, so a new results page or chapter changes the table by itself.
+    """
+
+    def run(self):
+        source = Path(self.config.towers_source_dir)
+        results, chapters = source / "bench" / "results", source / "chapters"
+        for page in sorted(results.glob("*.md")):
+            self.env.note_dependency(str(page))
+        try:
+            statuses = chapter_statuses(results, chapters)
+        except ValueError as error:
+            raise self.error(str(error))
+        if not statuses:
+            raise self.error(f"no chapter folder (NN_name) in {chapters}")
+        table = nodes.table(classes=["towers-gpu-chapters"])
+        group = nodes.tgroup(cols=len(HEADER))
+        table += group
+        for width in (3, 2, 4, 4):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += SummaryDirective.row([nodes.Text(text) for text in HEADER])
+        body = nodes.tbody()
+        group += body
+        for chapter, date, result, page in table_rows(statuses):
+            body += SummaryDirective.row([nodes.literal(text=chapter), nodes.Text(date),
+                                          nodes.Text(result), nodes.Text(page)])
+        return [table]

@@ -29,6 +29,8 @@ step "chapters 0-3 on cuda, probe and parameters" 50 && {
   run_bench "Chapter 3: 4 towers, no probe: the model's kernels' own stamps" 15 \
     $bin/03_stream_towers $one_gpu --towers-per-device 4 $small
   expect_at_least max_concurrent_towers=2
+  # Every traced op's stamps were read back: none counted as idle for a lost stamp.
+  expect lost_stamp_ops=0
 }
 
 # Chapters past 7 are detected, not assumed: a chapter folder whose program no script in

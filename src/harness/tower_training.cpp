@@ -11,6 +11,7 @@
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
 #include "model/checkpoint.hpp"
+#include "trace/analysis.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
 #include "trace/span_names.hpp"
@@ -130,11 +131,17 @@ int probe_step(int steps) { return steps > 1 ? 1 : 0; }
 
 }  // namespace
 
-bool TowerTraining::traces_step(int step) const {
-  if (runtime_->backend() == Backend::kHost) return true;
-  if (!flags_.trace_files.json.empty() || !flags_.trace_files.svg.empty()) return true;
-  return step == probe_step(flags_.steps) || step == flags_.steps - 1;
+bool step_is_traced(Backend backend, bool trace_file, int step, int steps) {
+  if (backend == Backend::kHost || trace_file) return true;
+  return step == probe_step(steps) || step == steps - 1;
 }
+
+bool TowerTraining::traces_step(int step) const {
+  const bool trace_file = !flags_.trace_files.json.empty() || !flags_.trace_files.svg.empty();
+  return step_is_traced(runtime_->backend(), trace_file, step, flags_.steps);
+}
+
+bool StepScope::traced() const { return training_.traces_step(step_); }
 
 void TowerTraining::probe(Tower& tower) {
   // Not in step 0 when there is a step 1: step 0 is the warm-up, where every kernel and
@@ -242,6 +249,7 @@ int TowerTraining::write_outputs_and_summary(const std::string& towers_meet, Sum
   }
   written &= write_output([&] { traces_->write_trace_files(); });
   Summary summary = tower_summary(flags_, *runtime_, job_towers_, *traces_, *log_, last_loss_);
+  print_lost_stamps_warning(traces_->lost_stamp_ops());
   summary.add("towers_meet", towers_meet);
   summary.add("trace_collect_ms", trace_collect_seconds_ * 1000.0 / std::max(1, log_->steps()), 3);
   if (rendezvous_) {

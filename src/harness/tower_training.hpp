@@ -37,6 +37,7 @@
 #include "harness/input_queue.hpp"
 #include "harness/training.hpp"
 #include "parallel/tower.hpp"
+#include "runtime/backend.hpp"
 #include "runtime/rendezvous.hpp"
 
 namespace towers {
@@ -48,6 +49,13 @@ enum class TowerInput {
 };
 
 class TowerTraining;
+
+/// Whether step `step` of `steps` has its ops traced. Host backend: every step (a span
+/// costs two clock reads, taken on the workers). cuda: every step when a trace file was
+/// asked for (`trace_file`); otherwise only the probe's step (1, or 0 for one step) and
+/// the last, since a traced op costs two CUDA events, their records and a resolve —
+/// microseconds of host time per op, as long as the GPU work at small batches.
+bool step_is_traced(Backend backend, bool trace_file, int step, int steps);
 
 /// One training step, from TowerTraining::step() to end(): the order the harness needs
 /// (start, probe, end of enqueueing, end after the synchronize) held by one object, so that
@@ -76,6 +84,9 @@ class StepScope {
   /// The global step: index(), plus the checkpoint's step after --resume. The learning
   /// rate and the moving averages' decay follow it, so a resumed run continues exactly.
   std::int64_t global_step() const;
+  /// Whether this step's ops are traced (step_is_traced): a traced step's host times
+  /// include the trace's own work on cuda, which chapter 7's host_launch_ms leaves out.
+  bool traced() const;
 
  private:
   friend class TowerTraining;
@@ -204,10 +215,7 @@ class TowerTraining {
 
  private:
   friend class StepScope;
-  /// Whether the ops of `step` are traced. Host backend: every step (a span costs two
-  /// clock reads). cuda: every step when a trace file was asked for; otherwise only the
-  /// probe's step and the last, since a traced op costs two CUDA events, their records and
-  /// a resolve — microseconds of host time per op, as long as the GPU work at small batches.
+  /// Whether the ops of `step` are traced in this run: step_is_traced() for its backend.
   bool traces_step(int step) const;
   void probe(Tower& tower);
   void end_enqueue();

@@ -107,6 +107,7 @@ void StepTraces::collect(int step, bool in_mean) {
   max_concurrent_ = std::max(max_concurrent_, analysis.max_concurrent_towers);
   stream_concurrent_ = std::max(stream_concurrent_, analysis.stream_concurrent_towers);
   from_kernel_stamps_ = from_kernel_stamps_ || analysis.from_kernel_stamps;
+  lost_stamp_ops_ += analysis.lost_stamp_ops;
   if (!files_.json.empty() || !files_.svg.empty()) all_.insert(all_.end(), events.begin(), events.end());
 }
 
@@ -189,6 +190,9 @@ Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
                                                                       : "host_threads";
   summary.add("concurrency_from", std::string(from))
       .add("stream_concurrent_towers", traces.stream_concurrent_towers());
+  // cuda only (the host backend stamps nothing): ops whose stamps were lost and counted
+  // as idle above. Not 0: the stamp numbers read low (lost_stamps_warning says so too).
+  if (cuda) summary.add("lost_stamp_ops", traces.lost_stamp_ops());
   return summary;
 }
 

@@ -109,6 +109,8 @@ class StepTraces {
   int stream_concurrent_towers() const { return stream_concurrent_; }
   /// Whether some step's tower metrics came from kernel stamps (cuda with tracing on).
   bool from_kernel_stamps() const { return from_kernel_stamps_; }
+  /// Ops of every collected step whose kernel stamps were lost (StepAnalysis::lost_stamp_ops).
+  long long lost_stamp_ops() const { return lost_stamp_ops_; }
   /// Mean of the overlap fraction over the steps whose device work was traced.
   double mean_overlap() const;
   /// Mean host enqueue time per step, over the steps of StepLog::mean_step_ms().
@@ -137,6 +139,7 @@ class StepTraces {
   int max_concurrent_ = 0;
   int stream_concurrent_ = 0;
   bool from_kernel_stamps_ = false;
+  long long lost_stamp_ops_ = 0;
   std::function<void(const std::vector<TraceEvent>&)> watch_;
   TraceMerge merge_;
   bool write_files_here_ = true;
@@ -155,7 +158,8 @@ using base::seconds_since;
 /// The summary line of a multi-tower chapter: backend, devices, towers, batch_size, steps
 /// (the steps run: fewer than --steps after a graceful stop),
 /// max_concurrent_towers, overlap, step_ms, host_enqueue_ms, examples_per_sec, final_loss,
-/// then what the concurrency was read from (concurrency_from) and stream_concurrent_towers.
+/// then what the concurrency was read from (concurrency_from) and stream_concurrent_towers;
+/// on cuda also lost_stamp_ops (ops whose kernel stamps were lost, counted as idle).
 Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
                       const StepTraces& traces, const StepLog& log, float final_loss);
 

@@ -2,8 +2,10 @@
 #include "trace/analysis.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "trace/span_names.hpp"
@@ -84,6 +86,7 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
     last = any_device_op ? std::max(last, e.end_us) : e.end_us;
     any_device_op = true;
     result.from_kernel_stamps = result.from_kernel_stamps || e.stamped;
+    if (e.stamps_lost) ++result.lost_stamp_ops;
     if (e.tower < 0) continue;
     if (e.end_us > e.start_us) spans_by_tower[e.tower].push_back({e.start_us, e.end_us});
     if (!e.stamped) continue;  // unstamped ops (cuBLAS, copies, a full ring) count as idle
@@ -101,6 +104,23 @@ StepAnalysis analyze_step(const std::vector<TraceEvent>& all, int step) {
   result.tower_busy_ms = ran.busy_us / 1000.0;
   result.overlap = fraction(ran);
   return result;
+}
+
+std::string lost_stamps_warning(long long ops) {
+  if (ops <= 0) return "";
+  return "towers: warning: " + std::to_string(ops) +
+         " traced op(s) launched kernels whose stamps were never read back (lost_stamp_ops): "
+         "they count as idle, so max_concurrent_towers and overlap from kernel_stamps are "
+         "lower than what ran. A device's stamp ring holds one record per stamped launch "
+         "until its span is collected (kKernelStampRecords in src/runtime/cuda/cuda_device.hpp):"
+         " run fewer towers per device, or raise it.";
+}
+
+void print_lost_stamps_warning(long long ops) {
+  const std::string warning = lost_stamps_warning(ops);
+  if (warning.empty()) return;
+  std::fflush(stdout);  // after the lines printed so far, as the terminal shows them
+  std::fprintf(stderr, "%s\n", warning.c_str());
 }
 
 std::vector<StepAnalysis> analyze_steps(const std::vector<TraceEvent>& events) {

@@ -18,6 +18,7 @@
 // Intervals that only touch (one ends where the next starts) do not overlap.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct StepAnalysis {
   bool from_kernel_stamps = false;
   int stream_concurrent_towers = 0;  ///< as max_concurrent_towers, from the spans alone
   double stream_overlap = 0;         ///< as overlap, from the spans alone
+  /// Device ops of the step whose kernel stamps were lost (TraceEvent::stamps_lost): they
+  /// counted as idle above, so the stamp-based numbers are lower than what ran.
+  int lost_stamp_ops = 0;
 };
 
 /// A time interval [first, second) in microseconds.
@@ -49,6 +53,13 @@ std::vector<Interval> union_of(std::vector<Interval> intervals);
 /// Analyses the spans of one step (all spans when `step` is -1); record and wait markers
 /// (TraceEvent::is_span() false) count for nothing.
 StepAnalysis analyze_step(const std::vector<TraceEvent>& events, int step);
+
+/// The line a program prints before its summary when `ops` ops lost their kernel stamps
+/// (StepAnalysis::lost_stamp_ops, summed over the run), saying which of its numbers read
+/// low and what to do; empty when `ops` is 0.
+std::string lost_stamps_warning(long long ops);
+/// Prints lost_stamps_warning(ops) to stderr (after flushing stdout), if there is one.
+void print_lost_stamps_warning(long long ops);
 
 /// One StepAnalysis per step (>= 0) found in `events`, in step order.
 std::vector<StepAnalysis> analyze_steps(const std::vector<TraceEvent>& events);

@@ -57,6 +57,11 @@ struct TraceEvent {
   std::vector<std::pair<double, double>> ran_us = {};
   /// Whether ran_us is this op's full record of its own kernels (cuda, every launch stamped).
   bool stamped = false;
+  /// cuda: some kernel of this op launched but left no stamp to read: the stamp ring was
+  /// full (KernelStampBuffer::unstamped() counts those launches), or its record was given
+  /// to a later launch before it was read. The op is then not `stamped` and counts as idle
+  /// in the stamp analysis, which therefore reads less concurrency than ran.
+  bool stamps_lost = false;
   /// A span, a record or a wait. Analyses of spans skip the other kinds (is_span()).
   TraceKind kind = TraceKind::kSpan;
   /// Record and wait markers: Event::trace_id() of the event; -1 for spans.

@@ -58,6 +58,18 @@ TEST(StepGraph, TowersStillOverlapWithinAStep) {
   EXPECT_EQ(r.last("towers_meet"), "device0");
 }
 
+// host_launch_ms averages the launches of the steps after the first whose ops were not
+// traced (a traced launch on cuda also records the trace's events; LaunchTimes' tests hold
+// the choice). The host backend traces every step, so here it averages the traced steps
+// after the first, and the summary says how many and which.
+TEST(StepGraph, HostLaunchTimeSaysWhichLaunchesItAverages) {
+  auto r = run("07_graph", kSmall + "--steps 4 --devices 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("host_launch_from"), "traced_steps") << r.output;
+  EXPECT_EQ(r.last("host_launch_steps"), "3") << "steps 1-3: the first is left out";
+  EXPECT_GT(r.number("host_launch_ms"), 0.0);
+}
+
 TEST(StepGraph, RendezvousInsideTheGraphMeets) {
   auto r = run("07_graph", kSmall + "--devices 4 --steps 2 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;

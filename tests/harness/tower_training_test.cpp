@@ -28,6 +28,27 @@ class TowerTrainingTest : public ::testing::Test {
   void TearDown() override { ::testing::internal::GetCapturedStdout(); }
 };
 
+// Which steps are traced, as chapter 7's host_launch_ms reads it (StepScope::traced()):
+// cuda without a trace file only the probe's step and the last; otherwise every step.
+TEST(StepIsTraced, CudaTracesTheProbesStepAndTheLastTheHostBackendEveryStep) {
+  for (int step = 0; step < 6; ++step) {
+    EXPECT_TRUE(step_is_traced(Backend::kHost, false, step, 6)) << step;
+    EXPECT_TRUE(step_is_traced(Backend::kCuda, true, step, 6)) << step;
+    EXPECT_EQ(step_is_traced(Backend::kCuda, false, step, 6), step == 1 || step == 5) << step;
+  }
+  EXPECT_TRUE(step_is_traced(Backend::kCuda, false, 0, 1)) << "one step: the probe's and the last";
+}
+
+TEST_F(TowerTrainingTest, TheHostBackendTracesEveryStep) {
+  TowerTraining training(testing::two_host_towers(3), false);
+  for (int i = 0; i < 2; ++i) {
+    StepScope step = training.step(i);
+    EXPECT_TRUE(step.traced()) << i;
+    step.enqueued();
+    step.end(2.0f);
+  }
+}
+
 TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
   TowerTraining training(testing::two_host_towers(3), /*probe=*/false);
   StepScope step = training.step(0);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "harness/divergence.hpp"
+#include "runtime/runtime.hpp"
 
 namespace towers {
 namespace {
@@ -63,6 +64,21 @@ TEST(WriteOutput, AFailureIsReportedAndReturnedNotThrown) {
   const std::string printed = ::testing::internal::GetCapturedStderr();
   EXPECT_FALSE(written);
   EXPECT_NE(printed.find("error: disk full"), std::string::npos) << printed;
+}
+
+// Every step's ops whose kernel stamps were lost add up over the run: what the summary's
+// lost_stamp_ops (cuda) and the warning before it report.
+TEST(StepTraces, LostStampsOfEveryStepAddUp) {
+  auto rt = Runtime::create({BackendChoice::kHost, 1});
+  StepTraces traces(*rt, TraceFiles{});
+  for (int step = 0; step < 3; ++step) {
+    TraceEvent op{0, 0, 0, step, "relu", 0, 10};
+    op.stamps_lost = step != 1;  // steps 0 and 2 lost one op's stamps each
+    rt->trace().add(op);
+    rt->trace().add(TraceEvent{0, 1, 1, step, "conv1", 0, 10});
+    traces.collect(step);
+  }
+  EXPECT_EQ(traces.lost_stamp_ops(), 2);
 }
 
 }  // namespace

@@ -223,6 +223,61 @@ TEST(KernelStamps, AnOpThatLaunchedNoStampedKernelIsNotStamped) {
   EXPECT_FALSE(analyze_step(spans, 3).from_kernel_stamps);
 }
 
+// The resolver of a span whose stamps did not all come back: a launch the full ring left
+// unstamped (KernelStampBuffer::unstamped()), or a record never written. Either way the span
+// is not stamped and says its stamps were lost, so the analysis counts it and the program
+// reports it (lost_stamp_ops) instead of silently reading less concurrency.
+std::vector<TraceEvent> resolve_one_span(FakeDevice& device, bool ring_full, bool write) {
+  RuntimeOptions options;
+  options.backend = BackendChoice::kHost;
+  auto rt = Runtime::create(options);
+  auto stream = rt->device(0).create_stream();
+  SpanEvents events;
+  events.epoch = rt->device(0).create_event();
+  events.start = rt->device(0).create_event();
+  events.end = rt->device(0).create_event();
+  stream->record(*events.epoch);
+  stream->record(*events.start);
+  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
+  KernelStamp stamp = events.stamps->next();
+  if (write) device.run(stamp, 7'000, 9'000);
+  if (ring_full) {
+    EXPECT_EQ(events.stamps->next().record, nullptr) << "a ring of one record";
+  }
+  stream->record(*events.end);
+  stream->synchronize();
+  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "relu", 0, 0}, resolve_when_complete(events));
+  events = SpanEvents{};  // the pending span's resolver holds the last reference
+  return rt->trace().take();
+}
+
+TEST(KernelStamps, ASpanWithALaunchTheFullRingLeftUnstampedSaysItsStampsWereLost) {
+  FakeDevice device(1);
+  std::vector<TraceEvent> spans = resolve_one_span(device, /*ring_full=*/true, /*write=*/true);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_EQ(device.buffer->unstamped(), 1u);
+  EXPECT_FALSE(spans[0].stamped);
+  EXPECT_TRUE(spans[0].stamps_lost);
+  EXPECT_EQ(analyze_step(spans, 3).lost_stamp_ops, 1);
+}
+
+TEST(KernelStamps, ASpanWhoseRecordWasNeverWrittenSaysItsStampsWereLost) {
+  FakeDevice device(8);
+  std::vector<TraceEvent> spans = resolve_one_span(device, /*ring_full=*/false, /*write=*/false);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_FALSE(spans[0].stamped);
+  EXPECT_TRUE(spans[0].stamps_lost);
+}
+
+TEST(KernelStamps, ASpanWithEveryStampReadLostNone) {
+  FakeDevice device(8);
+  std::vector<TraceEvent> spans = resolve_one_span(device, /*ring_full=*/false, /*write=*/true);
+  ASSERT_EQ(spans.size(), 1u);
+  EXPECT_TRUE(spans[0].stamped);
+  EXPECT_FALSE(spans[0].stamps_lost);
+  EXPECT_EQ(analyze_step(spans, 3).lost_stamp_ops, 0);
+}
+
 // On both backends (cuda where a GPU exists, as gpu-check runs it): two towers' busy
 // kernels on two streams of one device ran together, and on cuda the kernels' own stamps
 // say so, each as long as the kernel spun and inside its op's event span.

@@ -2,6 +2,7 @@
 // Trace analysis on hand-made intervals, where the right answer is known.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -120,6 +121,30 @@ TEST(TraceAnalysis, UnstampedSpansOfAStampedStepCountAsIdle) {
   EXPECT_TRUE(a.from_kernel_stamps);
   EXPECT_EQ(a.max_concurrent_towers, 1);
   EXPECT_EQ(a.stream_concurrent_towers, 2);
+}
+
+// An op whose kernels launched but whose stamps were lost (the ring was full, or a record
+// was reused before it was read) is idle to the stamp analysis, as above; it is counted,
+// so that the program can say its stamp numbers read low (lost_stamp_ops).
+TEST(TraceAnalysis, OpsWhoseStampsWereLostAreCounted) {
+  TraceEvent lost{0, 1, 1, 0, "relu", 0, 10};
+  lost.stamps_lost = true;
+  TraceEvent other_step = lost;
+  other_step.step = 1;
+  std::vector<TraceEvent> events = {stamped_op(0, 0, 10, {{0, 10}}), lost, other_step};
+  StepAnalysis a = analyze_step(events, 0);
+  EXPECT_EQ(a.lost_stamp_ops, 1) << "step 0's one op; step 1's is its own step's";
+  EXPECT_EQ(a.max_concurrent_towers, 1) << "the lost op counts as idle";
+  EXPECT_EQ(analyze_step({stamped_op(0, 0, 10, {{0, 10}})}, 0).lost_stamp_ops, 0);
+}
+
+TEST(TraceAnalysis, LostStampsWarningNamesTheCountTheKeyAndWhatToDo) {
+  EXPECT_EQ(lost_stamps_warning(0), "") << "nothing lost: no line";
+  const std::string line = lost_stamps_warning(3);
+  EXPECT_NE(line.find("warning: 3 traced op(s)"), std::string::npos) << line;
+  EXPECT_NE(line.find("lost_stamp_ops"), std::string::npos) << line;
+  EXPECT_NE(line.find("max_concurrent_towers"), std::string::npos) << line;
+  EXPECT_NE(line.find("fewer towers per device"), std::string::npos) << line;
 }
 
 TEST(TraceAnalysis, SpansWithoutStampsAreWhatRanOnTheHost) {
