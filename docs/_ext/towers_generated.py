@@ -20,7 +20,7 @@ A page shows them with these directives::
     ```
 
 and with those of towers_figures.py (towers-steps, towers-ring, towers-events: figures
-drawn from the runs), towers_pages.py (towers-compare, towers-gpu-runs, towers-gpu-chapters: tables across
+drawn from the runs), towers_pages.py (towers-compare, towers-gpu-runs, towers-gpu-chapters, towers-layers: tables across
 sources) and
 towers_experiment.py (towers-experiment: runs that change one factor per row).
 
