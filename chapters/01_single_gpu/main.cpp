@@ -75,24 +75,9 @@ int main(int argc, char** argv) {
     // With --accumulate m the Network holds the activations of one micro-batch of B/m.
     Network network(device, batch_size / accumulate);
 
-    // State: parameters and their moving averages, fresh or from the newest checkpoint.
-    TrainingState state;
-    if (checkpoints.resumed()) {
-      state = *checkpoints.resumed();
-      std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
-                  static_cast<long long>(state.global_step));
-      // The input continues where it stood, so resuming is the same as never stopping.
-      if (state.input) {
-        queue.restore(*state.input);
-      } else {
-        std::printf("note: %s (format 1) has no input position: the input starts again at "
-                    "epoch 0\n", checkpoints.resumed_from().c_str());
-      }
-    } else {
-      state.params.resize(kNumParameters);
-      initialize_parameters(flags.seed, state.params.data());
-      state.moving_averages = state.params;
-    }
+    // State: parameters and their moving averages, fresh or from the newest checkpoint
+    // (then the queue continues where the checkpoint's input stood).
+    TrainingState state = starting_state(checkpoints, queue, flags.seed);
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Buffer params = device.allocate(param_bytes), grads = device.allocate(param_bytes);
     Buffer averages = device.allocate(param_bytes);
