@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "base/usage_error.hpp"
+#include "cli/graceful_stop.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
@@ -254,7 +255,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   double window_ms = 0, step_ms = 0, cross_entropy = 0;
   std::vector<TraceEvent> all_events;
   std::int64_t global_step = start.global_step;  // counts on from a resumed checkpoint
-  for (int step = 0; step < flags.steps; ++step, ++global_step) {
+  int steps_run = 0;
+  GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
+  for (int step = 0; step < flags.steps && !stop.requested(); ++step, ++global_step) {
     const auto step_start = std::chrono::steady_clock::now();
     runtime.trace().set_step(step);
     queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
@@ -291,7 +294,8 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     std::printf("step %lld, cross-entropy = %.4f\n", static_cast<long long>(global_step),
                 cross_entropy);
     std::fflush(stdout);  // a reader of a pipe (a test waiting to kill it) sees each step
-    const bool last = step + 1 == flags.steps;
+    ++steps_run;
+    const bool last = step + 1 == flags.steps || stop.requested();
     if (checkpoints.due(global_step + 1, last)) {  // chapter 1's cadence, in steps taken
       model::TrainingState state{.global_step = global_step + 1,
                                  .params = std::vector<float>(model::kNumParameters),
@@ -305,12 +309,17 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     const std::vector<TraceEvent> events = runtime.trace().collect();
     runtime.trace().clear();
     const StageBusy busy = stage_busy(events, stage_streams);
-    window_ms += busy.window_ms / flags.steps;
-    for (int s = 0; s < p; ++s) busy_ms[s] += busy.busy_ms[s] / flags.steps;
+    window_ms += busy.window_ms;
+    for (int s = 0; s < p; ++s) busy_ms[s] += busy.busy_ms[s];
     if (!trace_files.json.empty() || !trace_files.svg.empty()) {
       all_events.insert(all_events.end(), events.begin(), events.end());
     }
   }
+  // Means over the steps run: --steps, or fewer after Ctrl-C.
+  const int mean_over = std::max(1, steps_run);
+  window_ms /= mean_over;
+  step_ms /= mean_over;
+  for (double& ms : busy_ms) ms /= mean_over;
 
   // The slowest stage sets the pace: no step is shorter than its busy time.
   const int slowest =
@@ -350,7 +359,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("stages", p)
       .add("micro_batches", m)
       .add("batch_size", flags.batch_size)
-      .add("steps", flags.steps)
+      .add("steps", steps_run)
       .add("global_step", static_cast<long long>(global_step))
       .add("split", p > 1 ? split_flag(split) : "none")
       .add("stage_layers", stage_layers)
@@ -358,10 +367,12 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("stage_busy_ms", joined(busy_ms, 1))
       .add("slowest_stage", slowest)
       .add("trace_ms", window_ms, 1)
-      .add("step_ms", step_ms / flags.steps, 1)
+      .add("step_ms", step_ms, 1)
       .add("final_cross_entropy", cross_entropy, 4)
+      .append(stop.requested() ? Summary().add("stopped_by", std::string(stop.signal_name()))
+                               : Summary())
       .print();
-  return written ? 0 : 1;
+  return stop.exit_status(written ? 0 : 1);
 }
 
 }  // namespace towers

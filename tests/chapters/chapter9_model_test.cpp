@@ -6,6 +6,7 @@
 // program resumes the other's; the stage holding conv2 sets the pace; and what the real
 // model cannot do is refused before any work. Tiny batches, two steps: seconds.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -130,6 +131,25 @@ TEST(Chapter9Model, ACheckpointIsChapter1sAndChapter9ResumesIt) {
     EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
     EXPECT_EQ(r.output.find("stage 0"), std::string::npos) << "built the stages first: " << flags;
   }
+}
+
+// A first SIGTERM (a scheduler's, or Ctrl-C's SIGINT) ends the stages' run after the step
+// it is in, with a checkpoint of that step, exit status 143 and stopped_by in the summary.
+TEST(Chapter9Model, ASigtermEndsTheRunAfterItsStepWithACheckpoint) {
+  const base::TempDir scratch("ch9-stop");
+  const auto ckpt = scratch.path() / "ckpt";
+  const ProgramRun r = testing::run_and_signal(
+      "09_pipeline", "--backend host --model cifar --stages 2 --micro-batches 2 --batch-size 4 "
+      "--steps 1000 --checkpoint-dir " + ckpt.string(), "step 1,", SIGTERM);
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  EXPECT_EQ(r.last("stopped_by"), "SIGTERM") << r.output;
+  const std::string step = r.last("global_step");
+  ASSERT_FALSE(step.empty()) << r.output;
+  EXPECT_GE(std::stoi(step), 2) << r.output;
+  EXPECT_LT(std::stoi(step), 1000) << r.output;
+  EXPECT_EQ(r.last("steps"), step) << r.output;
+  EXPECT_NE(r.output.find("saved " + (ckpt / ("model.ckpt-" + step)).string()), std::string::npos)
+      << r.output;
 }
 
 TEST(Chapter9Model, TheStageWithConv2SetsThePace) {
