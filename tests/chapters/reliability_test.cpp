@@ -166,7 +166,7 @@ TEST(BenchFlags, BinDirIsAPathNeverShellText) {
   TempDir dir;
   const fs::path bin = dir.path() / "has space;touch pwned;#";
   fs::create_directories(bin);
-  for (const char* chapter : {"02_serial_towers", "03_stream_towers"}) {
+  for (const char* chapter : {"02_serial_towers", "03_stream_towers", "09_pipeline"}) {
     fs::create_symlink(fs::path(TOWERS_BIN_DIR) / chapter, bin / chapter);
   }
   auto r = run("bench_towers",
@@ -175,7 +175,25 @@ TEST(BenchFlags, BinDirIsAPathNeverShellText) {
                "cd '" + dir.path().string() + "' && ");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("same_loss"), "yes") << r.output;
+  // bench_pipeline pasted it into a popen command too, after the fix of the others.
+  auto pipeline = run("bench_pipeline",
+                      "--schedules 1f1b --stages 2 --micro-batches 2 --kernel-ms 1 --repeats 1 "
+                      "--bin-dir '" + bin.string() + "'",
+                      "cd '" + dir.path().string() + "' && ");
+  EXPECT_EQ(pipeline.exit_code, 0) << pipeline.output;
+  EXPECT_EQ(pipeline.last("wrong_runs"), "0") << pipeline.output;
   EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
+}
+
+// bench_pipeline took --kernel-ms unchecked: NaN ran every case and each failed later
+// with "no summary from" (exit status 1), not as the flag mistake it is.
+TEST(BenchFlags, PipelineBenchRefusesANonFiniteKernelTime) {
+  for (const char* args : {"--kernel-ms nan", "--kernel-ms inf", "--kernel-ms 0", "--repeats 0"}) {
+    auto r = run("bench_pipeline", args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, std::string(args).substr(0, std::string(args).find(' ')))) << args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "bench_pipeline: chapter 9")) << "ran first: " << args << "\n" << r.output;
+  }
 }
 #endif
 
