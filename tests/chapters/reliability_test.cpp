@@ -7,16 +7,22 @@
 // a run that was never killed ends (chapter 1: exact_resume_test.cpp; chapters 5 and 6
 // across ranks: chapter5_test.cpp, chapter6_ranks_test.cpp).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "../data/temp_dir.hpp"
@@ -138,6 +144,7 @@ TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
 #ifdef TOWERS_TEST_RANKS  // 05_ranks needs MPI; started alone it is a job of one rank
   cases.push_back({"05_ranks", "--collective-timeout nan", "not a finite number"});
   cases.push_back({"05_ranks", "--collective-timeout inf", "not a finite number"});
+  cases.push_back({"06_overlap_ranks", "--collective-timeout nan", "not a finite number"});
 #endif
   for (const Case& c : cases) {
     const std::string flag = c.args.substr(0, c.args.find(' '));
@@ -220,6 +227,36 @@ TEST(OutOfMemory, AHostBadAllocSaysWhatRanOutAndWhatToDo) {
   EXPECT_EQ(status, 1);
   EXPECT_NE(said.find("error: out of host memory (std::bad_alloc)"), std::string::npos) << said;
   EXPECT_NE(said.find("smaller --batch-size"), std::string::npos) << said;
+}
+
+// A thread the system refuses (ulimit -u; std::thread throws std::system_error of EAGAIN)
+// said only "Resource temporarily unavailable"; now it says what ran out and what to do.
+TEST(OutOfMemory, ARefusedThreadSaysWhatRanOutAndWhatToDo) {
+  CLI::App app{"test"};
+  char name[] = "program";
+  char* argv[] = {name, nullptr};
+  ::testing::internal::CaptureStderr();
+  const int status = run_program(app, 1, argv, []() -> int {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+  });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(said.find("error: out of threads (Resource temporarily unavailable)"),
+            std::string::npos) << said;
+  EXPECT_NE(said.find("fewer --devices"), std::string::npos) << said;
+}
+
+// The same, from a chapter run as an unprivileged user under a limit of 12 processes and
+// threads (root is exempt from the limit, so the test needs root to switch user): its 16
+// simulated devices' streams cannot all start.
+TEST(OutOfMemory, AChapterUnderAThreadLimitSaysToUseFewerDevices) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a program as another user (setpriv)";
+  auto r = run("03_stream_towers", "--backend host --devices 16 --batch-size 2 --steps 1",
+               "prlimit --nproc=12 setpriv --reuid=65534 --regid=65534 --clear-groups ");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has(r, "error: Resource temporarily unavailable")) << r.output;
+  EXPECT_TRUE(has(r, "fewer --devices")) << r.output;
+  EXPECT_FALSE(has(r, "step 0,")) << r.output;
 }
 
 // --- Free space in the checkpoint folder -----------------------------------------------
@@ -432,8 +469,8 @@ TEST(DataFiles, ANamedPipeInPlaceOfADataFileIsRefusedNotWaitedOn) {
             std::string::npos) << r.output;
 }
 
-// --trace and --save-params wrote through a symbolic link onto its target, and a dangling
-// one passed the up-front check and lost the trace after training. Both are refused at
+// --trace, --save-params and --save-graph wrote through a symbolic link onto its target,
+// and a dangling one passed the up-front check and lost the trace after training. Both are refused at
 // parse time now, and the link's target is left as it was.
 TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
   TempDir dir;
@@ -449,9 +486,53 @@ TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
     EXPECT_TRUE(has(r, "is a symbolic link (to ")) << args << "\n" << r.output;
     EXPECT_FALSE(has(r, "step 0,")) << args << "\n" << r.output;
   }
+  // Chapter 7's --save-graph, written after training, is checked the same way.
+  for (const fs::path& path : {link, dangling}) {
+    auto r = run("07_graph", "--backend host --steps 1 --save-graph " + path.string());
+    EXPECT_EQ(r.exit_code, 2) << path << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is a symbolic link (to ")) << path << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << path << "\n" << r.output;
+  }
   EXPECT_TRUE(has(run("03_stream_towers", "--backend host --steps 1 --trace " + dangling.string()),
                   "whose target does not exist"));
   EXPECT_EQ(bytes_of(target), "keep me");
+}
+
+// A save wrote a new file and renamed it over the old one, and so replaced a device or a
+// pipe given as --save-params with a regular file: run as root, `--save-params /dev/full`
+// left /dev/full a 4 MB regular file for every program on the machine. A device or a pipe
+// is written in place now. A FIFO (safe to test, unlike /dev/null): it stays a FIFO, and
+// this test, reading it while the chapter runs, receives the whole saved file.
+TEST(OutputPaths, ASaveWritesIntoAPipeNeverReplacesIt) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "params.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opened for reading first, without blocking, so that the chapter's open for writing
+  // does not wait; read until the chapter has ended (a replaced FIFO is never written).
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::atomic<bool> ended = false;
+  testing::ProgramRun r;
+  std::thread chapter([&] {
+    r = run("03_stream_towers", "--backend host --batch-size 2 --steps 1 --save-params " +
+                                    fifo.string());
+    ended = true;
+  });
+  std::string received;
+  char chunk[65536];
+  for (bool last = false; !last;) {
+    last = ended;  // one more read after the chapter ended: what it wrote last
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) received.append(chunk, n);
+    if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  chapter.join();
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  struct stat after {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISFIFO(after.st_mode)) << fifo << " was replaced";
+  ASSERT_FALSE(received.empty()) << "nothing came through the FIFO\n" << r.output;
+  EXPECT_EQ(model::parse_checkpoint(received, fifo).global_step, 1);
 }
 
 }  // namespace
