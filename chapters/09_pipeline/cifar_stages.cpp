@@ -257,7 +257,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   std::int64_t global_step = start.global_step;  // counts on from a resumed checkpoint
   int steps_run = 0;
   GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
-  for (int step = 0; step < flags.steps && !stop.requested(); ++step, ++global_step) {
+  for (int step = 0; step < flags.steps; ++step) {
     const auto step_start = std::chrono::steady_clock::now();
     runtime.trace().set_step(step);
     queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
@@ -295,9 +295,12 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
                 cross_entropy);
     std::fflush(stdout);  // a reader of a pipe (a test waiting to kill it) sees each step
     ++steps_run;
-    const bool last = step + 1 == flags.steps || stop.requested();
-    if (checkpoints.due(global_step + 1, last)) {  // chapter 1's cadence, in steps taken
-      model::TrainingState state{.global_step = global_step + 1,
+    ++global_step;  // steps taken, as a checkpoint counts them
+    // Read once: a signal after this line stops the run after the next step, which saves.
+    const bool stopping = stop.requested();
+    const bool last_step = step + 1 == flags.steps || stopping;
+    if (checkpoints.due(global_step, last_step)) {  // chapter 1's cadence
+      model::TrainingState state{.global_step = global_step,
                                  .params = std::vector<float>(model::kNumParameters),
                                  .moving_averages = std::vector<float>(model::kNumParameters),
                                  .input = queue.position()};
@@ -314,6 +317,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     if (!trace_files.json.empty() || !trace_files.svg.empty()) {
       all_events.insert(all_events.end(), events.begin(), events.end());
     }
+    if (stopping) break;
   }
   // Means over the steps run: --steps, or fewer after Ctrl-C.
   const int mean_over = std::max(1, steps_run);

@@ -229,7 +229,7 @@ void write_file_atomically(const fs::path& file, const std::string& bytes) {
   // written in place, as check_output_file promises: a rename would replace the device
   // node itself with a regular file (run as root, /dev/null gone for every program).
   struct stat target {};
-  if (::stat(file.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+  if (::stat(file.c_str(), &target) == 0 && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode)) {
     const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) save_failed(file, "opening it", errno);
     const bool written = write_all(fd, bytes);
