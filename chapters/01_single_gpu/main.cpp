@@ -96,7 +96,8 @@ int main(int argc, char** argv) {
     std::int64_t global_step = state.global_step;
     float loss = 0;
     GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
-    for (int step = 0; step < flags.steps && !stop.requested(); ++step) {
+    bool stopping = false;  // the stop as this step's save read it: the loop ends on it
+    for (int step = 0; step < flags.steps && !stopping; ++step) {
       auto start = std::chrono::steady_clock::now();
       runtime->trace().set_step(step);
       // docs-begin: train-step
@@ -122,7 +123,8 @@ int main(int argc, char** argv) {
       loss = mean_total_loss(host_losses.as<float>(), accumulate);
       ++global_step;
       log.step_done(global_step - 1, loss, seconds_since(start));
-      const bool last = step + 1 == flags.steps || stop.requested();
+      stopping = stop.requested();
+      const bool last = step + 1 == flags.steps || stopping;
       const bool save = checkpoints.due(global_step, last);
       if (save || parameter_check_due(step + 1)) {  // a NaN weight can hide behind a ReLU
         stream->copy(state.params.data(), params.data(), param_bytes);
