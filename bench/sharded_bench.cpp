@@ -2,7 +2,7 @@
 // bench_sharded: chapter 8's step time and memory per device, per ZeRO stage, device count
 // N and simulated link speed; one row per case.
 //
-//   build/bin/bench_sharded                                   # host: --zero 0,1, N = 1..8
+//   build/bin/bench_sharded                                   # host: --zero 0..3, N = 1..8
 //   build/bin/bench_sharded --links 10,1 --optimizers sgd,adam --repeats 2
 //
 // It runs build/bin/08_sharded itself and reads its `summary:` line: step_ms (mean step,
@@ -10,9 +10,13 @@
 // ledger's peaks, the largest over devices: optimizer state, the model state (parameters +
 // gradients + optimizer state), activations and everything (total). `formula` is ZeRO's
 // closed form of the model state for the same stage, N and optimizer (the program prints
-// it from src/parallel/zero_memory.hpp); the ledger's model state may exceed it by one
-// element of a shard per category, no more. Memory does not depend on the load, so one
-// run gives it; step time does, so each case keeps the fastest of `repeats` runs.
+// it from src/parallel/zero_memory.hpp, with stages 2 and 3's transient terms); the
+// ledger's model state may exceed it by one element of a shard per category, no more.
+// `wire`: bytes the ring and ZeRO-3's layer gathers sent between devices per step, all
+// towers (wire_bytes_per_step; the program checks it against the formula). `hidden`: at
+// stage 3, the share of the layer gathers' time the same device spent computing
+// (gather_overlap, from the trace). Memory and wire bytes do not depend on the load, so
+// one run gives them; times do, so each case keeps the fastest of `repeats` runs.
 // `same`: the stage's moving averages (averages_hash) and final loss equal the first
 // stage's for the same optimizer, N and link: sharding changed no bit. Must be yes.
 #include <unistd.h>
@@ -32,7 +36,7 @@ namespace towers {
 namespace {
 
 struct BenchOptions {
-  std::vector<int> stages = {0, 1};          // the ZeRO stages chapter 8 runs
+  std::vector<int> stages = {0, 1, 2, 3};    // the ZeRO stages chapter 8 runs
   std::vector<int> devices = {1, 2, 4, 8};   // N
   std::vector<double> links = {10, 1};       // Gb/s; 0: unlimited
   std::vector<std::string> optimizers = {"sgd"};
@@ -97,9 +101,9 @@ int run(const BenchOptions& o) {
               "untimed), best of %d; memory: peak per device (largest device), MB = 1e6 bytes; "
               "%ld cores here\n",
               o.batch_size, o.steps, o.repeats, sysconf(_SC_NPROCESSORS_ONLN));
-  std::printf("# %-8s  %4s  %2s  %5s  %8s  %8s  %8s  %8s  %8s  %8s  %8s  %4s\n", "optimizer",
-              "zero", "N", "Gb/s", "step(ms)", "ring(ms)", "state", "model", "formula", "activ.",
-              "total", "same");
+  std::printf("# %-8s  %4s  %2s  %5s  %8s  %8s  %8s  %8s  %8s  %8s  %8s  %8s  %6s  %4s\n",
+              "optimizer", "zero", "N", "Gb/s", "step(ms)", "ring(ms)", "state", "model",
+              "formula", "activ.", "total", "wire", "hidden", "same");
   int differing = 0;
   for (const std::string& optimizer : o.optimizers) {
     for (int n : o.devices) {
@@ -127,15 +131,19 @@ int run(const BenchOptions& o) {
           const double model_bytes = number(s, "peak_parameters_bytes") +
                                      number(s, "peak_gradients_bytes") +
                                      number(s, "peak_optimizer_state_bytes");
+          const bool gathers = s.contains("gather_overlap");  // stage 3 only
+          char hidden[16] = "-";
+          if (gathers) std::snprintf(hidden, sizeof hidden, "%.2f", number(s, "gather_overlap"));
           std::printf("  %-8s  %4d  %2d  %5s  %8.1f  %8.1f  %8.2f  %8.2f  %8.2f  %8.2f  %8.2f"
-                      "  %4s\n",
+                      "  %8.2f  %6s  %4s\n",
                       optimizer.c_str(), stage, n, link > 0 ? flag_number(link).c_str() : "inf",
                       number(s, "step_ms"), number(s, "allreduce_ms"),
                       mb(s, "peak_optimizer_state_bytes"), model_bytes / 1e6,
                       mb(s, "formula_total_bytes"), mb(s, "peak_activations_bytes"),
-                      mb(s, "peak_total_bytes"), same ? "yes" : "NO");
-          Summary()
-              .add("optimizer", optimizer)
+                      mb(s, "peak_total_bytes"), mb(s, "wire_bytes_per_step"), hidden,
+                      same ? "yes" : "NO");
+          Summary row;
+          row.add("optimizer", optimizer)
               .add("zero", stage)
               .add("devices", n)
               .add("link_gbps", link, 3)
@@ -146,8 +154,9 @@ int run(const BenchOptions& o) {
               .add("formula_total_bytes", number(s, "formula_total_bytes"), 1)
               .add("peak_activations_bytes", bytes(s, "peak_activations_bytes"))
               .add("peak_total_bytes", bytes(s, "peak_total_bytes"))
-              .add("same", std::string(same ? "yes" : "no"))
-              .print();
+              .add("wire_bytes_per_step", number(s, "wire_bytes_per_step"), 1);
+          if (gathers) row.add("gather_overlap", number(s, "gather_overlap"), 3);
+          row.add("same", std::string(same ? "yes" : "no")).print();
         }
       }
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // bench_train: how many images per second one tower trains, forward + backward + SGD
 // update of the tutorial's model, against PyTorch and against the machine's limit, with a
-// per-op breakdown of one step read off the trace.
+// per-op profile of a few steps read off the trace (step_profile.hpp): by op and by kind.
 //
 //   build/bin/bench_train                      # host: 1 and 2 op threads, PyTorch if present
 //   build/bin/bench_train --backend cuda       # one GPU
@@ -27,7 +27,7 @@
 //
 // On the host backend a device is one stream is one worker thread: ops run one after
 // another on it, and each op splits its work over --threads threads
-// (kernels/host/parallel.hpp), so every row of the breakdown shrinks with more threads,
+// (kernels/host/parallel.hpp), so every row of the profile shrinks with more threads,
 // the small ops (which do not split) excepted.
 #include <cblas.h>
 
@@ -36,7 +36,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -52,6 +51,7 @@
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "step_profile.hpp"
 
 #ifndef TOWERS_BENCH_DIR
 #define TOWERS_BENCH_DIR "bench"
@@ -75,6 +75,7 @@ struct BenchOptions {
   int pairs = 3;   // host: runs of towers and PyTorch, alternately
   int sgemm_size = 2048;  // host: n of the n x n x n product; 0 skips it
   std::vector<int> threads = {1, 2};  // host backend only
+  int profile_steps = 3;  // traced steps of the per-op profile, per thread count
   bool pytorch = true;
   std::string python;  // empty: the first of kPythons that has torch
   std::string pytorch_script = TOWERS_BENCH_DIR "/torch_cifar10.py";
@@ -171,44 +172,22 @@ CaseResult run_case(Trainer& trainer, const BenchOptions& options) {
   return r;
 }
 
-// One traced step, its spans grouped by op name: calls, milliseconds, share of the step.
-void print_breakdown(Runtime& runtime, Trainer& trainer, const std::string& label) {
-  Trace& trace = runtime.trace();
-  trace.clear();
-  trace.set_enabled(true);
+// `steps` traced steps, profiled by op and by kind (step_profile.hpp), printed.
+bench::StepProfile profile(Runtime& runtime, Trainer& trainer, int steps,
+                           const std::string& label) {
   float loss = 0;
-  const double wall_ms = trainer.step(&loss) * 1e3;
-  trace.set_enabled(false);
-  const std::vector<TraceEvent> events = trace.collect();
-  trace.clear();
+  const bench::StepProfile p =
+      bench::profile_steps(runtime.trace(), steps, [&] { return trainer.step(&loss); });
+  bench::print_profile(p, label);
+  return p;
+}
 
-  struct Row {
-    int calls = 0;
-    double ms = 0;
-  };
-  std::map<std::string, Row> rows;
-  double busy_ms = 0;
-  for (const TraceEvent& e : events) {
-    if (e.device < 0) continue;  // host-side spans: none here, but not ops either
-    if (!e.is_span()) continue;  // record/wait markers: instants, not ops
-    Row& row = rows[e.name];
-    row.calls += 1;
-    row.ms += (e.end_us - e.start_us) / 1e3;
-    busy_ms += (e.end_us - e.start_us) / 1e3;
-  }
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-  std::printf("#\n# per-op breakdown of one traced step: %s (step %.2f ms wall)\n", label.c_str(),
-              wall_ms);
-  std::printf("# %-16s  %6s  %10s  %7s\n", "op", "calls", "time(ms)", "%step");
-  for (const auto& [name, row] : sorted) {
-    std::printf("  %-16s  %6d  %10.3f  %7.1f\n", name.c_str(), row.calls, row.ms,
-                100.0 * row.ms / wall_ms);
-  }
-  // What the spans do not cover: enqueueing, waking the worker, the host's wait.
-  std::printf("  %-16s  %6s  %10.3f  %7.1f\n", "(outside ops)", "", wall_ms - busy_ms,
-              100.0 * (wall_ms - busy_ms) / wall_ms);
+// The profile's summary keys: its step, each kind's milliseconds, and the products' share.
+void add_profile(Summary& summary, const bench::StepProfile& p) {
+  summary.add("profile_steps", p.steps).add("profile_step_ms", p.step_ms, 2);
+  for (const bench::ProfileRow& row : p.kinds) summary.add("op_" + row.name + "_ms", row.ms, 2);
+  summary.add("op_outside_ms", p.outside_ms, 2)
+      .add("gemm_share", p.kind_ms("gemm") / p.step_ms, 3);
 }
 
 // The machine's sgemm speed: the best of `reps` products c[n, n] = a[n, n] b[n, n] in
@@ -359,9 +338,11 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options) {
   for (int threads : options.threads) {
     cases.push_back(run_host_case(trainer, options, threads, python, flops_per_image));
   }
+  std::vector<bench::StepProfile> profiles;
   for (int threads : options.threads) {
     ops::set_host_op_threads(threads);
-    print_breakdown(runtime, trainer, "host, " + std::to_string(threads) + " op thread(s)");
+    profiles.push_back(profile(runtime, trainer, options.profile_steps,
+                               "host, " + std::to_string(threads) + " op thread(s)"));
   }
 
   bool all_ok = true;
@@ -401,6 +382,7 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options) {
           .add("ceiling_images_per_sec", gflops * 1e9 / flops_per_image, 0)
           .add("ceiling_share", base::median(hc.shares), 2);
     }
+    add_profile(summary, profiles[i]);
     summary.print();
   }
   if (!all_ok) {
@@ -420,6 +402,7 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
     if (threads < 1) throw UsageError("--threads: each count must be at least 1");
   }
   if (options.sgemm_size < 0) throw UsageError("--sgemm-size must be at least 0");
+  if (options.profile_steps < 1) throw UsageError("--profile-steps must be at least 1");
   runtime_options.devices = 1;  // one tower on one device
   // Line by line even into a file or pipe: a run takes minutes, and its rows show progress.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -440,7 +423,8 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
               "median(ms)", "best(ms)", "img/s(med)", "img/s(best)", "loss0 -> lossN", "ok");
   print_row("cuda", "-", options.batch_size, r.median_s * 1e3, r.best_s * 1e3, losses,
             r.ok ? "yes" : "NO");
-  print_breakdown(*runtime, trainer, "cuda");
+  // The fused convolutions have no phase records on a GPU: their spans count as `other`.
+  const bench::StepProfile p = profile(*runtime, trainer, options.profile_steps, "cuda");
   Summary summary;
   summary.add("backend", std::string("cuda"))
       .add("batch_size", options.batch_size)
@@ -448,6 +432,7 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
       .add("images_per_sec_best", options.batch_size / r.best_s, 1)
       .add("step_ms", r.median_s * 1e3, 2)
       .add("loss_falls", std::string(r.ok ? "yes" : "no"));
+  add_profile(summary, p);
   summary.print();
   if (!r.ok) {
     std::fprintf(stderr, "error: the loss did not fall or was not finite\n");
@@ -461,7 +446,7 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Times one tower's training step (forward + backward + SGD): images/s, per-op "
-               "breakdown; on the host beside PyTorch (when installed) and the sgemm ceiling"};
+               "profile; on the host beside PyTorch (when installed) and the sgemm ceiling"};
   towers::RuntimeOptions runtime_options;
   towers::BenchOptions options;
   app.add_option_function<std::string>(
@@ -480,6 +465,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--threads", options.threads, "host: threads per op, one case each")
       ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--profile-steps", options.profile_steps,
+                 "traced steps of the per-op profile (means), per thread count")
       ->capture_default_str();
   app.add_flag("!--no-pytorch", options.pytorch, "do not run the PyTorch comparison");
   app.add_option("--python", options.python,

@@ -24,6 +24,7 @@
 
 #include "base/hash.hpp"
 #include "harness/memory_report.hpp"
+#include "harness/overlap_trace.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/shard_reader.hpp"
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   TrainingFlags flags;
   bool probe = false;
   int zero = 1;
+  bool gather_prefetch = true;
   std::string optimizer_flag = "sgd";
   InputFlags input_flags;
   CheckFlags check_flags;
@@ -82,6 +84,14 @@ int main(int argc, char** argv) {
                  "all keep the moving averages, and --zero 1 to 3 shard all of their state")
       ->capture_default_str();
 
+  app.add_option_function<std::string>(
+         "--gather-prefetch", [&](const std::string& text) { gather_prefetch = text == "on"; },
+         "--zero 3 only. on: each layer's gather travels on the communication stream while the "
+         "layer before it computes; off: it starts only once that layer is done (nothing "
+         "hides it), for comparison")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->default_str("on");
+
   return run_program(app, argc, argv, [&] {
     if (zero < 0 || zero > kMaxZeroStage) {
       throw UsageError("--zero " + std::to_string(zero) + " is not a ZeRO stage. Use --zero 0 "
@@ -92,6 +102,10 @@ int main(int argc, char** argv) {
       throw UsageError("--inject-divergence perturbs one tower's copy of the parameters; with "
                        "--zero 3 no tower holds a copy (each parameter lives on one tower), so "
                        "there is nothing to diverge. Use --zero 0, 1 or 2 with it.");
+    }
+    if (zero != 3 && app.count("--gather-prefetch") > 0) {
+      throw UsageError("--gather-prefetch chooses how ZeRO-3 gathers each layer; with --zero " +
+                       std::to_string(zero) + " no layer is gathered. Use it with --zero 3.");
     }
     const Optimizer optimizer = parse_optimizer(optimizer_flag);
     // A checkpoint holds the parameters and the moving averages, not momentum's velocity or
@@ -165,7 +179,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<LayerGather> gather;
     if (zero == 3) {
       gather = std::make_unique<LayerGather>(
-          towers, std::vector<const float*>(params.begin(), params.end()), held, &wire);
+          towers, std::vector<const float*>(params.begin(), params.end()), held, &wire,
+          gather_prefetch);
     }
     // docs-end: sharded-state
     training.runtime().synchronize();
@@ -178,7 +193,13 @@ int main(int argc, char** argv) {
         [&](float* out) { read_shards(out, kAll, averages, held, streams); });
     ParameterCheck check(towers, kAll, check_flags, flags.steps);
     PipelineTrace pipeline;
-    training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
+    // ZeRO-3: how much of the layer gathers' time the same device spent computing too
+    // (chapter 6's measure, for the gathers instead of the all-reduce).
+    OverlapTrace gathers(span::is_layer_gather);
+    training.watch_trace([&](const std::vector<TraceEvent>& events) {
+      pipeline.collect(events);
+      gathers.collect(events);
+    });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     int steps_run = 0;
 
@@ -241,10 +262,15 @@ int main(int argc, char** argv) {
         .add("collectives", collectives)
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
-        .add("averages_hash", hash_of_averages(averages, held, streams))
-        .append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
-                            num_gpus, zero, optimizer_state_bytes(optimizer), wire.total(),
-                            steps_run));
+        .add("averages_hash", hash_of_averages(averages, held, streams));
+    if (zero == 3) {
+      extra.add("gather_prefetch", std::string(gather_prefetch ? "on" : "off"))
+          .add("gather_overlap", gathers.overlap_comm(), 3)
+          .add("exposed_gather_ms", gathers.exposed_comm_ms(), 3);
+    }
+    extra.append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
+                             num_gpus, zero, optimizer_state_bytes(optimizer), wire.total(),
+                             steps_run));
     return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")", collectives,
                            extra);
   });

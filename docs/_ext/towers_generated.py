@@ -301,7 +301,7 @@ def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
     from towers_experiment import ExperimentDirective
     from towers_figures import EventsDirective, RingDirective, StepsDirective
-    from towers_pages import CompareDirective, GpuRunsDirective
+    from towers_pages import CompareDirective, GpuRunsDirective, LayersDirective
     import towers_sources
 
     app.add_config_value("towers_generated_dir", "", "env")
@@ -310,6 +310,7 @@ def setup(app):
     app.add_directive("towers-summary", SummaryDirective)
     app.add_directive("towers-steps", StepsDirective)
     app.add_directive("towers-gpu-runs", GpuRunsDirective)
+    app.add_directive("towers-layers", LayersDirective)
     app.add_directive("towers-compare", CompareDirective)
     app.add_directive("towers-experiment", ExperimentDirective)
     app.add_directive("towers-ring", RingDirective)

@@ -3,6 +3,7 @@
 
     ```{towers-compare}      the chapters of scripts/tutorial.chapters, compared
     ```{towers-gpu-runs}     which paths have run on a GPU, from bench/results/
+    ```{towers-layers}       the code's layers, from src/LAYERS
 """
 import re
 from pathlib import Path
@@ -128,3 +129,46 @@ class GpuRunsDirective(SphinxDirective):
             block += para
             result.append(block)
         return result
+
+
+class LayersDirective(SphinxDirective):
+    """The code's layers, lowest first, read from src/LAYERS (the file that
+    tests/layers/check_layers.py enforces): each layer's folders and files and how many
+    source files each holds today. The page cannot drift from the order the test checks.
+    """
+
+    def run(self):
+        import importlib.util
+        root = Path(self.config.towers_source_dir)
+        checker_path = root / "tests" / "layers" / "check_layers.py"
+        spec = importlib.util.spec_from_file_location("towers_check_layers", checker_path)
+        checker = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(checker)
+        layers_path = root / "src" / "LAYERS"
+        self.env.note_dependency(str(layers_path))
+        ranks, allowed = checker.read_layers(str(layers_path))
+        counts = checker.files_per_prefix(str(root), ranks)
+        table = nodes.table(classes=["towers-layers"])
+        group = nodes.tgroup(cols=3)
+        table += group
+        for width in (1, 8, 2):
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += SummaryDirective.row([nodes.Text(t) for t in ("layer", "folders and files", "source files")])
+        body = nodes.tbody()
+        group += body
+        for rank in sorted(set(ranks.values())):
+            prefixes = [p for p in ranks if ranks[p] == rank]
+            names = nodes.paragraph()
+            for i, prefix in enumerate(prefixes):
+                if i:
+                    names += nodes.Text(", ")
+                names += nodes.literal(text=prefix)
+            files = sum(counts[p] for p in prefixes)
+            body += SummaryDirective.row([nodes.Text(str(rank)), names, nodes.Text(str(files))])
+        note = nodes.paragraph(text=(
+            f"{len(set(ranks.values()))} layers; "
+            + (f"{len(allowed)} allowed exception(s) listed in src/LAYERS." if allowed
+               else "no exception to the order.")))
+        return [table, note]

@@ -12,13 +12,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exercises/grader.hpp"
 #include "exercises/stream_log.hpp"
 #include "exercises/todo.hpp"
 #include "run_step.hpp"
-#include "runtime/busy.hpp"
 #include "runtime/rendezvous.hpp"
 #include "runtime/runtime.hpp"
 #include "trace/analysis.hpp"
@@ -128,9 +128,43 @@ TEST_P(ConcurrentTowers, AllTowersMeetInTheRendezvous) {
                                      "enqueueing tower i+1 (no synchronize() in the loop)";
 }
 
+// Counts the towers whose work has started; each waits until all N have (or `limit`
+// passed). When run_step enqueued every tower before waiting, their spans in the trace
+// overlap by construction, however late a loaded machine starts a tower's thread (a fixed
+// 50 ms kernel did not always overlap under load: the reference solution lost the point);
+// a run_step that waits for tower i before enqueueing i+1 leaves each tower alone for
+// `limit`, and the trace shows one at a time.
+class AllStarted {
+ public:
+  explicit AllStarted(int n, std::chrono::milliseconds limit = 5000ms) : n_(n), limit_(limit) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++started_;
+    all_cv_.notify_all();
+    all_cv_.wait_for(lock, limit_, [&] { return started_ >= n_; });
+  }
+
+ private:
+  int n_;
+  std::chrono::milliseconds limit_;
+  std::mutex mutex_;
+  std::condition_variable all_cv_;
+  int started_ = 0;
+};
+
 TEST_P(ConcurrentTowers, TraceShowsNTowersBusyAtOnce) {
   Towers towers(GetParam());
-  towers.run_step_with([&](int i) { busy_kernel(*towers.streams[i], 50); }, [](Stream&) {});
+  auto all_started = std::make_shared<AllStarted>(towers.size());
+  towers.run_step_with(
+      [&](int i) {
+        towers.streams[i]->launch(
+            "busy", [all_started] {
+              all_started->arrive_and_wait();
+              std::this_thread::sleep_for(5ms);  // a span with a length, after all met
+            },
+            nullptr);
+      },
+      [](Stream&) {});
   towers.synchronize_all();
   const StepAnalysis analysis = analyze_step(towers.runtime->trace().collect(), -1);
   EXPECT_EQ(analysis.max_concurrent_towers, towers.size())

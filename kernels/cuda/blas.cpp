@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 
 namespace towers::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA kernels for im2col and col2im (kernels/math/conv.hpp).
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/math/conv.hpp"

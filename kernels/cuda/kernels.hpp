@@ -5,7 +5,7 @@
 // kernels/host/kernels.hpp, with a CudaLaunchContext in front: it launches one kernel on
 // ctx.stream (a grid-stride loop calling the same math function per element) and
 // returns without waiting. Pointers are device memory of ctx.device, which is current.
-// A launch error throws std::runtime_error (see kernels/cuda/check.hpp); in a build
+// A launch error throws std::runtime_error (see base/cuda/check.hpp); in a build
 // without CUDA every launcher throws std::logic_error.
 //
 // This header includes no CUDA header, so backend-agnostic code (src/model/ops.cpp) can

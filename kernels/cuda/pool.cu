@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA kernels for max pooling (kernels/math/pool.hpp).
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/math/pool.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // CUDA kernels for kernels/cuda/scalar_updates.hpp.
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/scalar_updates.hpp"
 #include "kernels/math/elementwise.hpp"

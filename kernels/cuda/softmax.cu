@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // CUDA kernels for softmax cross-entropy and top-1 correctness (kernels/math/softmax.hpp).
 // One thread per example: with 10 classes a row is too small to share between threads.
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/math/softmax.hpp"

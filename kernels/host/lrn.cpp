@@ -17,6 +17,7 @@
 
 #include "kernels/host/kernels.hpp"
 #include "kernels/host/parallel.hpp"
+#include "kernels/host/simd.hpp"
 #include "kernels/math/lrn.hpp"
 
 namespace towers::host {
@@ -32,8 +33,9 @@ void window_sums(const float* padded, int channels, int r, float* window) {
 }
 
 // Pixels [first, end) of lrn_forward; the parts of the split over the op threads
-// (parallel.hpp) each have their own padded row and write only their own pixels.
-void forward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
+// (parallel.hpp) each have their own padded row and write only their own pixels. Each
+// channel is a vector lane: compiled for the CPU's widest vectors (simd.hpp).
+TOWERS_HOST_CLONES void forward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
                     const float* x, float* y, float* scale) {
   const int r = p.depth_radius;
   std::vector<float> squares(static_cast<std::size_t>(channels + 2 * r), 0.0f);
@@ -52,7 +54,7 @@ void forward_pixels(std::int64_t first, std::int64_t end, int channels, math::Lr
 }
 
 // Pixels [first, end) of lrn_backward, as forward_pixels.
-void backward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
+TOWERS_HOST_CLONES void backward_pixels(std::int64_t first, std::int64_t end, int channels, math::LrnParams p,
                      const float* x, const float* y, const float* scale, const float* dy,
                      float* dx) {
   const int r = p.depth_radius;

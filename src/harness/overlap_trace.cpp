@@ -28,7 +28,14 @@ double intersection(const std::vector<Interval>& a, const std::vector<Interval>&
   return total;
 }
 
+// Communication of any kind: it is never the compute that hides another.
+bool is_communication(const std::string& name) {
+  return is_allreduce_op(name) || span::is_layer_gather(name);
+}
+
 }  // namespace
+
+OverlapTrace::OverlapTrace(IsCommunication is_comm) : is_comm_(is_comm) {}
 
 void OverlapTrace::collect(const std::vector<TraceEvent>& events) {
   // (step, device) -> spans
@@ -36,9 +43,9 @@ void OverlapTrace::collect(const std::vector<TraceEvent>& events) {
   for (const TraceEvent& e : events) {
     if (e.step < 0 || e.device < 0) continue;
     const auto key = std::make_pair(e.step, e.device);
-    if (is_allreduce_op(e.name)) {
+    if (is_comm_(e.name)) {
       comm[key].push_back({e.start_us, e.end_us});
-    } else if (e.tower >= 0 && e.name != span::kCopyInput) {
+    } else if (e.tower >= 0 && e.name != span::kCopyInput && !is_communication(e.name)) {
       compute[key].push_back({e.start_us, e.end_us});
     }
   }

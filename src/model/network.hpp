@@ -85,7 +85,9 @@ class Network {
   /// called right after the last op reading them is enqueued. The forward pass acquires
   /// conv1, conv2, local3, local4, softmax_linear (and computes the weight-decay terms
   /// while local3 and local4 are held); the backward pass softmax_linear, local4, local3,
-  /// conv2: it never reads conv1's weights, as no gradient is taken for the images.
+  /// conv2, each after its weight and bias gradients (which do not read the weights), just
+  /// before its input gradient: it never reads conv1's weights, as no gradient is taken
+  /// for the images.
   struct LayerParams {
     std::function<const float*(int layer)> acquire;  ///< layer k's parameters, from now on
     std::function<void(int layer)> release;          ///< layer k's parameters are read no more

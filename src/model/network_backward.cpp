@@ -19,15 +19,18 @@
 
 namespace towers::model {
 
-void Network::Impl::linear_backward(Stream& s, int rows, int in, int out, const float* x,
-                                    const float* w, const float* dy, float* dw, float* db,
-                                    float* dx) {
+void Network::Impl::weight_gradients(Stream& s, int rows, int in, int out, const float* x,
+                                     const float* dy, float* dw, float* db) {
   // dw[in, out] = x[rows, in]^T dy[rows, out]
   ops::gemm(s, true, false, in, out, rows, 1.0f, x, in, dy, out, 0.0f, dw, out);
   // db[out] = dy[rows, out]^T ones[rows]: the bias gradient is a column sum.
   ops::gemv(s, true, rows, out, 1.0f, dy, out, ones.as<float>(), 0.0f, db);
+}
+
+void Network::Impl::input_gradient(Stream& s, int rows, int in, int out, const float* dy,
+                                   const float* w, float* dx) {
   // dx[rows, in] = dy[rows, out] w[in, out]^T
-  if (dx != nullptr) ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+  ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
 }
 
 Buffer& Network::Impl::output_gradient(int layer) {
@@ -59,13 +62,20 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
   if (layer < 0 || layer >= kLayerCount) {
     throw std::out_of_range("Network has no layer " + std::to_string(layer));
   }
-  // The layer's variables are acquired just before its ops and released after them.
-  // conv1's weights are not read: no gradient is taken for the images (dx is null), so
-  // they are not acquired (ZeRO-3 need not gather them a second time).
+  // The layer's variables are acquired when an op first reads them and released after its
+  // last op. The weight and bias gradients (x^T dy, dy^T ones) do not read them, only the
+  // input gradient (dy w^T) and the weight decay do, so those come first: with ZeRO-3 the
+  // layer's gather then travels while they compute. The ops and their order are the same
+  // as with one flat buffer, so are the bits. conv1's weights are not read at all: no
+  // gradient is taken for the images, so ZeRO-3 need not gather them a second time.
   const int k = layer == kConv1 ? -1 : gradient_layer_index(layer);
-  const float* w = k >= 0 ? params.acquire(k) : nullptr;
+  const float* w = nullptr;
+  auto weights = [&] {
+    if (w == nullptr) w = params.acquire(k);
+    return w;
+  };
   // A variable's values and its gradient, by TF name.
-  auto p = [w, k](const char* name) { return variable(w, k, name); };
+  auto p = [&](const char* name) { return variable(weights(), k, name); };
   auto g = [grads](const char* name) { return grads + parameter(name).offset; };
 
   // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
@@ -87,22 +97,25 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
   s.set_scope((layer_names()[static_cast<std::size_t>(layer)] + " grad").c_str());
   switch (layer) {
     case kSoftmaxLinear:  // logits = local4 w + b, no ReLU
-      linear_backward(s, b, 192, data::kNumClasses, local4.as<float>(),
-                      p("softmax_linear/weights"), dlogits.as<float>(),
-                      g("softmax_linear/weights"), g("softmax_linear/biases"), ga);
+      weight_gradients(s, b, 192, data::kNumClasses, local4.as<float>(), dlogits.as<float>(),
+                       g("softmax_linear/weights"), g("softmax_linear/biases"));
+      input_gradient(s, b, 192, data::kNumClasses, dlogits.as<float>(),
+                     p("softmax_linear/weights"), ga);
       done();
       break;
     case kLocal4:  // local4 = relu(local3 w + b)
       ops::relu_backward(s, b * 192, local4.as<float>(), ga, ga);
-      linear_backward(s, b, 384, 192, local3.as<float>(), p("local4/weights"), ga,
-                      g("local4/weights"), g("local4/biases"), gb);
+      weight_gradients(s, b, 384, 192, local3.as<float>(), ga, g("local4/weights"),
+                       g("local4/biases"));
+      input_gradient(s, b, 384, 192, ga, p("local4/weights"), gb);
       add_weight_decay("local4/weights");
       done();
       break;
     case kLocal3:  // local3 = relu(pool2 w + b), pool2 seen as [B, 2304]
       ops::relu_backward(s, b * 384, local3.as<float>(), gb, gb);
-      linear_backward(s, b, kFlat, 384, pool2.as<float>(), p("local3/weights"), gb,
-                      g("local3/weights"), g("local3/biases"), ga);
+      weight_gradients(s, b, kFlat, 384, pool2.as<float>(), gb, g("local3/weights"),
+                       g("local3/biases"));
+      input_gradient(s, b, kFlat, 384, gb, p("local3/weights"), ga);
       add_weight_decay("local3/weights");
       done();
       break;
@@ -121,8 +134,8 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
       // order), and col2im sums it into dnorm1: that product and col2im in one op, tile by
       // tile (ops_fast_host.hpp).
       const int columns2 = math::im2col_columns(kKernel, 64);
-      linear_backward(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(),
-                      p("conv2/weights"), ga, g("conv2/weights"), g("conv2/biases"), nullptr);
+      weight_gradients(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(), ga,
+                       g("conv2/weights"), g("conv2/biases"));
       done();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
       ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel,
                                 col2.as<float>(), gb);  // dnorm1
@@ -138,15 +151,14 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
       break;
     case kConv1:
       ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
-      linear_backward(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64,
-                      col1.as<float>(), nullptr, gb, g("conv1/weights"), g("conv1/biases"),
-                      nullptr);
+      weight_gradients(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
+                       gb, g("conv1/weights"), g("conv1/biases"));
       done();
       break;
     default:
       break;  // checked above
   }
-  if (k >= 0) params.release(k);
+  if (w != nullptr) params.release(k);
   s.set_scope("");
 }
 

@@ -108,9 +108,12 @@ struct Network::Impl {
   Buffer& layer_output(int layer);
 
   /// Weight and bias gradients of a layer y = x w + b over `rows` rows, from dy[rows, out]:
-  /// dw[in, out] = x^T dy, db[out] = dy^T ones. Then dx[rows, in] = dy w^T when dx is set.
-  void linear_backward(Stream& s, int rows, int in, int out, const float* x, const float* w,
-                       const float* dy, float* dw, float* db, float* dx);
+  /// dw[in, out] = x^T dy, db[out] = dy^T ones. They do not read w.
+  void weight_gradients(Stream& s, int rows, int in, int out, const float* x, const float* dy,
+                        float* dw, float* db);
+  /// The same layer's input gradient dx[rows, in] = dy w^T: the one product that reads w.
+  void input_gradient(Stream& s, int rows, int in, int out, const float* dy, const float* w,
+                      float* dx);
 
   int batch_size;  ///< B
 

@@ -11,6 +11,7 @@
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/host/blas.hpp"
 #include "kernels/host/parallel.hpp"
+#include "kernels/host/phase_clock.hpp"
 #include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
 
@@ -121,15 +122,21 @@ void host_max_pool_forward(const float* x, Nhwc in, float* y, int* argmax, int n
 }
 
 // Outputs of image n only have argmax inside image n, so images split without overlap.
+// One image at a time: its dx is zeroed and then scattered into while it is still in
+// cache (pool1's is 147 KB); zeroing every image of the part first left the first ones
+// evicted by the time their scatter came. Each input still sums its outputs in
+// increasing o, the same adds in the same order.
 void host_max_pool_backward(const float* dy, const int* argmax, Nhwc in, float* dx, int n_begin,
                             int n_end) {
   const std::size_t per_image_in = static_cast<std::size_t>(in.height) * in.width * in.channels;
   const Nhwc out = math::max_pool_output_shape(in);
   const std::size_t per_image_out =
       static_cast<std::size_t>(out.height) * out.width * out.channels;
-  std::fill(dx + n_begin * per_image_in, dx + n_end * per_image_in, 0.0f);
-  for (std::size_t o = n_begin * per_image_out; o < n_end * per_image_out; ++o) {
-    dx[argmax[o]] += dy[o];
+  for (std::size_t n = n_begin; n < static_cast<std::size_t>(n_end); ++n) {
+    std::fill(dx + n * per_image_in, dx + (n + 1) * per_image_in, 0.0f);
+    for (std::size_t o = n * per_image_out; o < (n + 1) * per_image_out; ++o) {
+      dx[argmax[o]] += dy[o];
+    }
   }
 }
 
@@ -167,6 +174,10 @@ void over_tiles(int batch, int per_tile, Tile tile) {
   });
 }
 
+// The fused ops' trace names, also their phase records' (kernels/host/phase_clock.hpp).
+constexpr const char* kConvForwardName = "im2col_gemm_bias_relu";
+constexpr const char* kConvInputGradName = "gemm_col2im";
+
 }  // namespace
 
 void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const float* w,
@@ -174,16 +185,20 @@ void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const floa
   const int columns = math::im2col_columns(k, s.channels);
   const int per_image = s.height * s.width;  // output pixels (SAME) = rows of col
   stream.launch(
-      "im2col_gemm_bias_relu",
+      kConvForwardName,
       [=] {
+        host::PhaseRecord record(kConvForwardName);  // phase times, for profiles
         over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
           const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
           const int rows = (n1 - n0) * per_image;
           float* col_tile = col + row0 * columns;
           float* y_tile = y + row0 * out_channels;
+          host::PhaseTimer phases(record);  // each pass of the tile, for profiles
           host_im2col(x, s, k, col, n0, n1);
+          phases.lap(host::Phase::kIm2col);
           host::gemm(false, false, rows, out_channels, columns, 1.0f, col_tile, columns, w,
                      out_channels, 0.0f, y_tile, out_channels);
+          phases.lap(host::Phase::kProduct);
           // bias_add and relu_forward in one pass: host::bias_add's sum, then
           // math::relu_forward's select, element by element.
           for (int r = 0; r < rows; ++r) {
@@ -193,6 +208,7 @@ void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const floa
               y_row[j] = sum > 0.0f ? sum : 0.0f;
             }
           }
+          phases.lap(host::Phase::kBiasRelu);
         });
       },
       [=](const Ctx& c) {
@@ -210,15 +226,19 @@ void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, con
   const int columns = math::im2col_columns(k, s.channels);
   const int per_image = s.height * s.width;
   stream.launch(
-      "gemm_col2im",
+      kConvInputGradName,
       [=] {
+        host::PhaseRecord record(kConvInputGradName);
         over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
           const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
           const int rows = (n1 - n0) * per_image;
           // dcol rows of this tile = dy rows w^T, then summed into this tile's images.
+          host::PhaseTimer phases(record);
           host::gemm(false, true, rows, columns, out_channels, 1.0f, dy + row0 * out_channels,
                      out_channels, w, out_channels, 0.0f, dcol + row0 * columns, columns);
+          phases.lap(host::Phase::kProduct);
           host_col2im(dcol, s, k, dx, n0, n1);
+          phases.lap(host::Phase::kCol2im);
         });
       },
       [=](const Ctx& c) {

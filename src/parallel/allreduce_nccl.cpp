@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_checks.hpp"
 #include "trace/span_names.hpp"

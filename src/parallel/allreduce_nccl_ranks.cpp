@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "base/usage_error.hpp"
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "mpi/mpi_check.hpp"
 #include "parallel/allreduce_mpi.hpp"
 #include "trace/span_names.hpp"

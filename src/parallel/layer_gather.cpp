@@ -5,9 +5,13 @@
 #include <stdexcept>
 
 #include "model/gradient_layers.hpp"
+#include "trace/span_names.hpp"
 
 namespace towers {
 namespace {
+
+// schedule()'s first uses, one per layer: the forward pass; the rest are the backward's.
+constexpr std::size_t kForwardUses = 5;
 
 const model::GradientLayer& layer_range(int layer) {
   return model::gradient_layers()[static_cast<std::size_t>(layer)];
@@ -22,6 +26,7 @@ struct LayerGather::PerTower {
   Buffer window;                  // [window_elements()] floats
   std::unique_ptr<Event> arrived[2];   // the layer gathered into an end is complete
   std::unique_ptr<Event> released[2];  // the compute stream no longer reads an end
+  std::unique_ptr<Event> needed;       // without prefetch: the compute stream needs a layer now
   std::size_t next_use = 0;            // position in schedule() of the next acquire
   std::vector<std::string> names;      // "gather conv1", per use, for the trace
 };
@@ -43,14 +48,18 @@ std::size_t LayerGather::window_elements() {
 
 std::size_t LayerGather::backward_elements() {
   std::size_t total = 0;
-  for (std::size_t u = 5; u < schedule().size(); ++u) total += layer_range(schedule()[u]).count;
+  for (std::size_t u = kForwardUses; u < schedule().size(); ++u) total += layer_range(schedule()[u]).count;
   return total;
 }
 
 LayerGather::LayerGather(const std::vector<std::unique_ptr<Tower>>& towers,
                          std::vector<const float*> shards, std::vector<Chunk> owned,
-                         WireBytes* wire)
-    : towers_(towers), shards_(std::move(shards)), owned_(std::move(owned)), wire_(wire) {
+                         WireBytes* wire, bool prefetch)
+    : towers_(towers),
+      shards_(std::move(shards)),
+      owned_(std::move(owned)),
+      wire_(wire),
+      prefetch_(prefetch) {
   if (shards_.size() != towers_.size() || owned_.size() != towers_.size()) {
     throw std::invalid_argument("LayerGather: one shard and one owned range per tower");
   }
@@ -64,8 +73,9 @@ LayerGather::LayerGather(const std::vector<std::unique_ptr<Tower>>& towers,
       p->arrived[end] = tower->device->create_wait_event();
       p->released[end] = tower->device->create_wait_event();
     }
+    p->needed = tower->device->create_wait_event();
     for (std::size_t u = 0; u < schedule().size(); ++u) {
-      p->names.push_back("gather " + layer_range(schedule()[u]).name + (u < 5 ? "" : " again"));
+      p->names.push_back(span::layer_gather(layer_range(schedule()[u]).name, u >= kForwardUses));
     }
     per_tower_.push_back(std::move(p));
   }
@@ -93,10 +103,19 @@ const float* LayerGather::acquire(int tower, int layer) {
     throw std::logic_error("LayerGather: the pass asked for " + layer_range(layer).name +
                            " where the schedule has " + layer_range(schedule()[use]).name);
   }
-  if (use == 0) enqueue_gather(tower, 0);  // the step's first layer: nothing prefetched it
-  towers_[tower]->stream->wait(*p.arrived[use % 2]);
+  Stream& compute = *towers_[tower]->stream;
+  if (!prefetch_) {
+    // Just in time: the gather starts when the compute stream reaches the op that needs
+    // the layer, and that stream waits for it; nothing of the tower computes beside it.
+    compute.record(*p.needed);
+    p.comm->wait(*p.needed);
+    enqueue_gather(tower, use);
+  } else if (use == 0) {
+    enqueue_gather(tower, 0);  // the step's first layer: nothing prefetched it
+  }
+  compute.wait(*p.arrived[use % 2]);
   // Prefetch: the next layer travels while this one computes.
-  if (use + 1 < schedule().size()) enqueue_gather(tower, use + 1);
+  if (prefetch_ && use + 1 < schedule().size()) enqueue_gather(tower, use + 1);
   return slot(tower, use);
 }
 

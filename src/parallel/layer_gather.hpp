@@ -15,6 +15,12 @@
 // its size is the largest sum of two consecutive layers in the order the passes use them.
 // Events order the two streams: the compute stream waits until a layer has arrived; the
 // communication stream waits until the layer that last used an end has been released.
+// The backward pass asks for a layer only after its weight and bias gradients, which do
+// not read the weights (model::Network's backward), so a backward gather also travels
+// while the layer's own weight gradient computes.
+// Without prefetch (for comparison, chapter 8's --gather-prefetch off) a layer's gather
+// starts only when the compute stream reaches the op that needs it, and that stream waits
+// for it: nothing of the tower computes beside a gather.
 //
 // Why each tower pulls rather than passing chunks round a ring: the towers' passes are
 // enqueued one tower after another, so a ring step of tower 0 could not wait for a layer
@@ -42,9 +48,11 @@ class LayerGather {
   /// towers[i] holds shards[i], the range owned[i] of the flat parameters, on its device;
   /// the owned ranges tile [0, kNumParameters). Makes a communication stream and a window
   /// of window_elements() floats (MemoryCategory::kParameters) per tower. Copies between
-  /// devices are counted into `wire` (may be null). `towers` must outlive this object.
+  /// devices are counted into `wire` (may be null). `prefetch`: each layer's gather starts
+  /// while the layer before it computes; false: only when the compute stream needs it.
+  /// `towers` must outlive this object.
   LayerGather(const std::vector<std::unique_ptr<Tower>>& towers, std::vector<const float*> shards,
-              std::vector<Chunk> owned, WireBytes* wire);
+              std::vector<Chunk> owned, WireBytes* wire, bool prefetch = true);
   ~LayerGather();
 
   /// The hooks tower `tower`'s next model::Network::forward_backward calls: acquire(k)
@@ -73,6 +81,7 @@ class LayerGather {
   std::vector<const float*> shards_;
   std::vector<Chunk> owned_;
   WireBytes* wire_;
+  bool prefetch_;
   std::vector<std::unique_ptr<PerTower>> per_tower_;
 };
 

@@ -37,6 +37,9 @@ inline constexpr char kEventRecord[] = "event record";
 inline constexpr char kEventWait[] = "event wait";
 /// Ring op: chapter 5's whole ring over MPI_Sendrecv.
 inline constexpr char kRingSendrecv[] = "ring sendrecv";
+/// Every copy of chapter 8's ZeRO-3 layer gathers starts with this ("gather conv2",
+/// "gather conv2 again": the backward pass's).
+inline constexpr char kLayerGatherPrefix[] = "gather ";
 
 /// Ring op: reduce-scatter step `of` ("1/3"): the send of a chunk.
 inline std::string ring_reduce_scatter(const std::string& of) { return "ring rs " + of; }
@@ -52,5 +55,13 @@ inline bool is_allreduce(std::string_view name) {
          name == kNcclAllReduce || name == kMpiAllReduce || name == kNcclReduceScatter ||
          name == kNcclAllGather;
 }
+
+/// The span of ZeRO-3's gather of `layer` ("conv2"); `again`: the backward pass's.
+inline std::string layer_gather(const std::string& layer, bool again) {
+  return kLayerGatherPrefix + layer + (again ? " again" : "");
+}
+
+/// Whether `name` is a copy of a ZeRO-3 layer gather (chapter 8's LayerGather).
+inline bool is_layer_gather(std::string_view name) { return name.starts_with(kLayerGatherPrefix); }
 
 }  // namespace towers::span

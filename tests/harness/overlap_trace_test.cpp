@@ -8,6 +8,7 @@
 #include <string>
 
 #include "hand_made_spans.hpp"
+#include "harness/pipeline_trace.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {
@@ -29,6 +30,24 @@ TEST(OverlapTrace, CountsOnlyComputeOnTheSameDeviceAndStep) {
   });
   EXPECT_DOUBLE_EQ(trace.overlap_comm(), 1000.0 / 4000.0);
   EXPECT_DOUBLE_EQ(trace.exposed_comm_ms(), (4000.0 - 1000.0) / 1000.0 / 2);
+}
+
+// Chapter 8 measures ZeRO-3's layer gathers the same way. Other communication (the ring)
+// is not the compute that hides them, nor is another gather.
+TEST(OverlapTrace, MeasuresTheLayerGathersWhenAskedTo) {
+  OverlapTrace trace(span::is_layer_gather);
+  const std::string local3 = span::layer_gather("local3", false);
+  trace.collect({
+      op(0, 0, 0, local3, 0, 4000),            // 4 ms of gather...
+      op(0, 0, 0, "conv2 im2col_gemm", 0, 3000),  // ...3 ms beside compute,
+      op(0, 0, 0, kRing, 3000, 4000),          // the last 1 ms beside the ring only
+      op(0, 0, 0, span::layer_gather("conv2", true), 3500, 4500),  // and another gather
+  });
+  EXPECT_DOUBLE_EQ(trace.overlap_comm(), 3000.0 / 4500.0);
+  EXPECT_DOUBLE_EQ(trace.exposed_comm_ms(), 1.5);
+  EXPECT_TRUE(span::is_layer_gather(span::layer_gather("conv2", true)));
+  EXPECT_FALSE(span::is_layer_gather(kRing));
+  EXPECT_FALSE(is_allreduce_op(local3)) << "chapter 6's overlap_comm must not count gathers";
 }
 
 TEST(OverlapTrace, NothingToHideGivesZeros) {

@@ -57,6 +57,22 @@ def resolve(root, including_rel, header):
     return None
 
 
+def files_per_prefix(root, ranks):
+    """{prefix: number of source files that belong to it} (each file to its longest prefix):
+    the docs' layer table (towers-layers on the API page) shows the tree by layer with it."""
+    counts = {prefix: 0 for prefix in ranks}
+    for prefix in ranks:
+        top = os.path.join(root, prefix)
+        paths = [prefix] if os.path.isfile(top) else [
+            os.path.relpath(os.path.join(d, f), root)
+            for d, _, fs in os.walk(top) for f in fs if f.endswith(SOURCES)]
+        for rel in paths:
+            mine = layer_of(rel, ranks)
+            if mine and mine[0] == prefix:
+                counts[prefix] += 1
+    return counts
+
+
 def violations(root, ranks, allowed):
     found, files = [], 0
     for prefix in sorted(ranks):

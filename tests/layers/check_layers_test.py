@@ -52,10 +52,10 @@ check("towers_data including the runtime fails; its iterator may",
 check("a relative include is resolved against the including folder",
       {"src/cli/options.hpp": "#pragma once\n", "src/runtime/x.cpp": '#include "../cli/options.hpp"\n'},
       1, "src/runtime/x.cpp:1")
-check("the listed exception (CUDA_CHECK for the runtime's CUDA backend) passes",
-      {"kernels/cuda/check.hpp": "#pragma once\n",
-       "src/runtime/cuda/cuda_stream.cpp": '#include "kernels/cuda/check.hpp"\n'}, 0)
-check("the exception does not cover other kernels/cuda headers",
+check("the runtime's CUDA backend checks its calls with the bottom layer's CUDA_CHECK",
+      {"src/base/cuda/check.hpp": "#pragma once\n",
+       "src/runtime/cuda/cuda_stream.cpp": '#include "base/cuda/check.hpp"\n'}, 0)
+check("the runtime including a kernels/cuda header fails (kernels sit above the runtime)",
       {"kernels/cuda/kernels.hpp": "#pragma once\n",
        "src/runtime/cuda/cuda_stream.cpp": '#include "kernels/cuda/kernels.hpp"\n'}, 1,
       "src/runtime/cuda/cuda_stream.cpp:1")

@@ -199,6 +199,51 @@ TEST(Network, ParametersByLayerGiveTheSameBitsAndAreAskedForInPassOrder) {
   EXPECT_EQ(calls, expected);
 }
 
+// The backward pass reads a layer's weights only for its input gradient (dy w^T) and its
+// weight decay, so it asks for them after the weight and bias gradients (x^T dy, dy^T
+// ones): ZeRO-3's backward gather then travels while those compute (chapter 8). Checked
+// in the hook: when the backward pass asks for layer k, the ops enqueued so far have
+// already written k's bias gradient, whole and final (biases take no weight decay).
+TEST(Network, TheBackwardPassAsksForALayerAfterItsWeightGradients) {
+  DeviceIo io(Backend::kHost);
+  constexpr int kBatch = 4;
+  const Batch batch = synthetic_batch(io, kBatch, 9);
+  std::vector<float> host(kNumParameters);
+  initialize_parameters(4, host.data());
+  const float* flat = io.upload(host);
+  std::vector<const float*> layer_copies;
+  for (const GradientLayer& layer : gradient_layers()) {
+    layer_copies.push_back(io.upload(std::vector<float>(
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
+  }
+  float* flat_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  float* layer_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  Network a(io.device(), kBatch), b(io.device(), kBatch);
+  a.forward_backward(io.stream(), flat, batch.images, batch.labels, flat_grads);
+  const std::vector<float> final_grads = io.download(flat_grads, kNumParameters);
+  std::vector<int> acquires(gradient_layers().size(), 0);
+  int checked = 0;
+  Network::LayerParams by_layer{
+      [&](int k) {
+        const GradientLayer& layer = gradient_layers()[static_cast<std::size_t>(k)];
+        if (++acquires[static_cast<std::size_t>(k)] == 2) {  // the backward pass's
+          const ParameterView& biases = parameter(layer.name + "/biases");
+          const std::vector<float> now = io.download(layer_grads + biases.offset, biases.count);
+          EXPECT_EQ(std::memcmp(now.data(), final_grads.data() + biases.offset,
+                                biases.count * sizeof(float)), 0)
+              << layer.name << "'s bias gradient is not written when its weights are asked for";
+          ++checked;
+        }
+        return layer_copies[static_cast<std::size_t>(k)];
+      },
+      [](int) {}};
+  b.forward_backward(io.stream(), by_layer, batch.images, batch.labels, layer_grads);
+  EXPECT_EQ(checked, 4) << "softmax_linear, local4, local3 and conv2 are asked for again";
+  const std::vector<float> gb = io.download(layer_grads, kNumParameters);
+  EXPECT_EQ(std::memcmp(final_grads.data(), gb.data(), gb.size() * sizeof(float)), 0);
+}
+
 // Chapter 9's layer ranges and ZeRO-3's layer hook run the same per-layer code: a pass cut
 // into two ranges (forward_layers, loss, backward_layers on the flat buffer) computes the
 // losses and gradients of the pass that takes every layer's parameters through

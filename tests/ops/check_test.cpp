@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// CUDA_CHECK and friends (kernels/cuda/check.hpp) report the file relative to the
+// CUDA_CHECK and friends (base/cuda/check.hpp) report the file relative to the
 // source tree, the line, the library's message and the call. Built only with CUDA; needs
 // no GPU (error strings come from the libraries themselves).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 
 namespace towers {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda_environment.hpp"
 #include "runtime/peer_access.hpp"

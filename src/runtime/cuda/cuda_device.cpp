@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/cuda/cuda_stream.hpp"
 

@@ -3,7 +3,7 @@
 //
 // Each method is one checked CUDA call (plus cudaSetDevice, since CUDA keeps a "current
 // device" per host thread and every call acts on it). Errors throw std::runtime_error
-// with the failing call, file:line and CUDA's message (kernels/cuda/check.hpp).
+// with the failing call, file:line and CUDA's message (base/cuda/check.hpp).
 // Traced ops are bracketed by a CUDA event pair and an NVTX range of the same name.
 #pragma once
 

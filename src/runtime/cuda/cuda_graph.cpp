@@ -15,7 +15,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/graph_backends.hpp"
 #include "trace/trace.hpp"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_capture.hpp"
 #include "runtime/span_resolver.hpp"
 

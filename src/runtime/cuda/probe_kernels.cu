@@ -4,7 +4,7 @@
 // clock, so they are bounded in time whatever else runs.
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_device.hpp"
 #include "runtime/cuda/kernel_stamp.cuh"
 #include "runtime/cuda_backend.hpp"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The functions behind CUDA_CHECK, CUBLAS_CHECK and NCCL_CHECK.
-#include "kernels/cuda/check.hpp"
+#include "base/cuda/check.hpp"
 
 #include <sstream>
 #include <string>
@@ -11,7 +11,7 @@ namespace towers::cuda {
 namespace {
 
 // __FILE__ is an absolute path under CMake; report it relative to the source tree
-// (TOWERS_SOURCE_ROOT, set by kernels/CMakeLists.txt) so messages read "kernels/...".
+// (TOWERS_SOURCE_ROOT, set by src/base/CMakeLists.txt) so messages read "kernels/...".
 // A compiler cache that rewrites paths relative to the build folder (ccache with
 // CCACHE_BASEDIR) gives "../kernels/..." instead: the leading "../" go too.
 std::string_view relative_path(std::string_view file) {
