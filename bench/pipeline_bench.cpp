@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/process.hpp"
 #include "base/usage_error.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
@@ -44,17 +45,15 @@ std::string own_directory() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
 }
 
-// Runs `command`; returns its last summary line (empty when it printed none). A failed data
-// check exits 1 with its summary printed: that run counts as wrong, not as a crash.
-SummaryMap run_chapter(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) throw std::runtime_error("could not run: " + command);
-  std::string text;
-  char chunk[4096];
-  while (std::fgets(chunk, sizeof chunk, pipe) != nullptr) text += chunk;
-  pclose(pipe);
+// Runs `argv` (no shell: --bin-dir is a path, never shell text); returns its last summary
+// line. A failed data check exits 1 with its summary printed: that run counts as wrong,
+// not as a crash.
+SummaryMap run_chapter(const std::vector<std::string>& argv) {
+  const std::string text = base::run_argv(argv).output;
   const auto summaries = parse_summaries(text);
   if (summaries.empty() || !summaries.back().contains("bubble_share")) {
+    std::string command;
+    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
     const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
     throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
   }
@@ -84,14 +83,16 @@ int run(const BenchOptions& o) {
     for (int p : o.stages) {
       for (int m : o.micro_batches) {
         if (schedule == "interleaved" && m % p != 0) continue;  // the schedule's rule
-        std::ostringstream command;
-        command << program << " --backend host --schedule " << schedule << " --stages " << p
-                << " --micro-batches " << m << " --virtual " << v << " --kernel-ms "
-                << o.kernel_ms;
+        std::ostringstream kernel_ms;  // as people type it: 0.5, 10
+        kernel_ms << o.kernel_ms;
+        const std::vector<std::string> command{
+            program, "--backend", "host", "--schedule", schedule, "--stages", std::to_string(p),
+            "--micro-batches", std::to_string(m), "--virtual", std::to_string(v), "--kernel-ms",
+            kernel_ms.str()};
         SummaryMap best;
         int wrong_here = 0;
         for (int r = 0; r < o.repeats; ++r) {
-          SummaryMap s = run_chapter(command.str());
+          SummaryMap s = run_chapter(command);
           wrong_here += wrong(s);
           if (r == 0 || number(s, "trace_ms") < number(best, "trace_ms")) best = s;
         }
@@ -137,9 +138,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--virtual", options.chunks, "v for interleaved")->capture_default_str();
   app.add_option("--kernel-ms", options.kernel_ms, "one stage's forward of one micro-batch")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::finite_number(0.1, 10000, " ms (09_pipeline's range)"));
   app.add_option("--repeats", options.repeats, "runs per case; the fastest flush is kept")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1000, "runs"));
   app.add_option("--bin-dir", options.bin_dir, "where 09_pipeline is (default: here)");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

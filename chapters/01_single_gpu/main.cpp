@@ -75,24 +75,9 @@ int main(int argc, char** argv) {
     // With --accumulate m the Network holds the activations of one micro-batch of B/m.
     Network network(device, batch_size / accumulate);
 
-    // State: parameters and their moving averages, fresh or from the newest checkpoint.
-    TrainingState state;
-    if (checkpoints.resumed()) {
-      state = *checkpoints.resumed();
-      std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
-                  static_cast<long long>(state.global_step));
-      // The input continues where it stood, so resuming is the same as never stopping.
-      if (state.input) {
-        queue.restore(*state.input);
-      } else {
-        std::printf("note: %s (format 1) has no input position: the input starts again at "
-                    "epoch 0\n", checkpoints.resumed_from().c_str());
-      }
-    } else {
-      state.params.resize(kNumParameters);
-      initialize_parameters(flags.seed, state.params.data());
-      state.moving_averages = state.params;
-    }
+    // State: parameters and their moving averages, fresh or from the newest checkpoint
+    // (then the queue continues where the checkpoint's input stood).
+    TrainingState state = starting_state(checkpoints, queue, flags.seed);
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     Buffer params = device.allocate(param_bytes), grads = device.allocate(param_bytes);
     Buffer averages = device.allocate(param_bytes);
@@ -111,7 +96,8 @@ int main(int argc, char** argv) {
     std::int64_t global_step = state.global_step;
     float loss = 0;
     GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
-    for (int step = 0; step < flags.steps && !stop.requested(); ++step) {
+    bool stopping = false;  // the stop as this step's save read it: the loop ends on it
+    for (int step = 0; step < flags.steps && !stopping; ++step) {
       auto start = std::chrono::steady_clock::now();
       runtime->trace().set_step(step);
       // docs-begin: train-step
@@ -137,7 +123,8 @@ int main(int argc, char** argv) {
       loss = mean_total_loss(host_losses.as<float>(), accumulate);
       ++global_step;
       log.step_done(global_step - 1, loss, seconds_since(start));
-      const bool last = step + 1 == flags.steps || stop.requested();
+      stopping = stop.requested();
+      const bool last = step + 1 == flags.steps || stopping;
       const bool save = checkpoints.due(global_step, last);
       if (save || parameter_check_due(step + 1)) {  // a NaN weight can hide behind a ReLU
         stream->copy(state.params.data(), params.data(), param_bytes);

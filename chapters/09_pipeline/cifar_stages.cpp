@@ -12,6 +12,9 @@
 // never overwrites one not yet read) and records an event the receiver's stream waits on.
 // Every stage adds each micro-batch's gradients into its sum in micro-batch order, then
 // takes the mean and updates: the order chapter 1's --accumulate m uses, hence its bits.
+// It keeps the moving averages of its range too, as chapter 1 does, so that a checkpoint
+// (the stages' ranges put together) is chapter 1's, and a run killed and resumed ends
+// with the bits of one never stopped.
 #include "cifar_stages.hpp"
 
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include <memory>
 
 #include "base/usage_error.hpp"
+#include "cli/graceful_stop.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
@@ -43,7 +47,7 @@ struct ModelStage {
   ParameterRange range;  // its variables in the flat buffer
   Device* device = nullptr;
   std::unique_ptr<Stream> stream;
-  Buffer params, grad_sum, micro_grads;              // [kNumParameters]; only `range` is used
+  Buffer params, averages, grad_sum, micro_grads;    // [kNumParameters]; only `range` is used
   std::vector<std::unique_ptr<Network>> slots;       // the activations of micro-batches in flight
   std::vector<Buffer> activations_in, gradients_in;  // mailboxes, one per micro-batch
   std::vector<std::unique_ptr<Event>> forward_done, backward_done;  // per micro-batch
@@ -52,6 +56,17 @@ struct ModelStage {
 std::size_t output_bytes(int layer, int micro_batch) {
   return sizeof(float) * static_cast<std::size_t>(micro_batch) *
          Network::layer_output_floats(layer);
+}
+
+// Each stage's own range of `buffer` (params or averages), put together into `out`
+// (kNumParameters floats, host): every variable is owned by exactly one stage.
+void read_ranges(std::vector<ModelStage>& stages, Buffer ModelStage::*buffer, float* out) {
+  for (auto& stage : stages) {
+    if (stage.range.count == 0) continue;
+    stage.stream->copy(out + stage.range.offset, (stage.*buffer).as<float>() + stage.range.offset,
+                       stage.range.count * sizeof(float));
+  }
+  for (auto& stage : stages) stage.stream->synchronize();
 }
 
 std::string joined(const std::vector<double>& values, int decimals) {
@@ -65,6 +80,23 @@ std::string joined(const std::vector<double>& values, int decimals) {
 }
 
 }  // namespace
+
+void refuse_cifar_flags_in_synthetic(const CLI::App& app) {
+  for (const char* flag : {"--split", "--batch-size", "--steps", "--seed", "--data-dir",
+                           "--save-params"}) {
+    if (app.get_option(flag)->count() > 0) {
+      throw UsageError(std::string(flag) + " trains the real model: add --model cifar");
+    }
+  }
+  for (const char* flag : {"--checkpoint-dir", "--checkpoint-every", "--resume",
+                           "--resume-if-present", "--overwrite"}) {
+    if (app.get_option(flag)->count() > 0) {
+      throw UsageError(std::string(flag) + ": --model synthetic has no parameters to save or "
+                       "resume (its stages are stand-in kernels of --kernel-ms). Add --model "
+                       "cifar to train the CIFAR-10 model in stages with checkpoints.");
+    }
+  }
+}
 
 std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSchedule schedule,
                                                const PipelineShape& shape,
@@ -101,14 +133,17 @@ std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSche
 
 int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const PipelineShape& shape,
                        const std::vector<StageLayers>& split, const CifarPipelineFlags& flags,
-                       const TraceFiles& trace_files) {
+                       const CheckpointDir& checkpoints, const TraceFiles& trace_files) {
   const int p = shape.stages, m = shape.micro_batches;
   const int b = flags.batch_size / m;  // images per micro-batch
   // One thread per op, as every simulated device gets: the bits then do not depend on
   // the machine, and chapter 1 with --host-threads 1 computes the same ones.
   ops::set_host_op_threads(1);
-  std::vector<float> initial(model::kNumParameters);
-  model::initialize_parameters(flags.seed, initial.data());
+  // The input and the state first: a checkpoint of another --batch-size or --seed is
+  // refused here, before the stages are built.
+  data::Dataset train = load_training_set(flags.data_dir);
+  InputQueue queue(train, flags.batch_size, flags.seed);
+  const model::TrainingState start = starting_state(checkpoints, queue, flags.seed);
   const std::size_t param_bytes = model::kNumParameters * sizeof(float);
 
   std::vector<ModelStage> stages(static_cast<std::size_t>(p));
@@ -123,9 +158,11 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     stage_streams.push_back({stage.device->index(), stage.stream->index()});
     schedules.push_back(stage_schedule(schedule, shape, s));
     stage.params = stage.device->allocate(param_bytes, MemoryCategory::kParameters);
+    stage.averages = stage.device->allocate(param_bytes, MemoryCategory::kOptimizerState);
     stage.grad_sum = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
     stage.micro_grads = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
-    stage.stream->copy(stage.params.data(), initial.data(), param_bytes);
+    stage.stream->copy(stage.params.data(), start.params.data(), param_bytes);
+    stage.stream->copy(stage.averages.data(), start.moving_averages.data(), param_bytes);
     const int slots = peak_stashed_activations(schedules[s]);
     for (int i = 0; i < slots; ++i) {
       stage.slots.push_back(std::make_unique<Network>(*stage.device, b));
@@ -158,8 +195,6 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   // The batch: images on the first stage's device, labels on the last's (the loss).
   ModelStage& first = stages.front();
   ModelStage& last = stages.back();
-  data::Dataset train = load_training_set(flags.data_dir);
-  InputQueue queue(train, flags.batch_size, flags.seed);
   Buffer images = first.device->allocate(sizeof(float) * flags.batch_size * data::kCropValues);
   Buffer labels = last.device->allocate(sizeof(int) * flags.batch_size);
   Buffer host_images = first.device->allocate_pinned(images.bytes());
@@ -219,8 +254,11 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   std::vector<double> busy_ms(p, 0.0);
   double window_ms = 0, step_ms = 0, cross_entropy = 0;
   std::vector<TraceEvent> all_events;
+  std::int64_t global_step = start.global_step;  // counts on from a resumed checkpoint
+  int steps_run = 0;
+  GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
   for (int step = 0; step < flags.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto step_start = std::chrono::steady_clock::now();
     runtime.trace().set_step(step);
     queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
     first.stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
@@ -233,33 +271,59 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     enqueue_in_dependency_order(shape, schedules, enqueue_stage_op);
     // Each stage updates its own variables once its last backward is done: no stage
     // waits for another here, and nothing crosses stages but activations and gradients.
-    const float lr = model::learning_rate(step, steps_per_decay);
+    const float lr = model::learning_rate(global_step, steps_per_decay);
+    const float decay = model::moving_average_decay(global_step);
     for (auto& stage : stages) {
       if (stage.range.count == 0) continue;
       const int count = static_cast<int>(stage.range.count);
       float* sum = stage.grad_sum.as<float>() + stage.range.offset;
       model::finish_gradient_mean(*stage.stream, count, m, sum);
-      model::apply_gradients_range(*stage.stream, lr, count, sum,
-                                   stage.params.as<float>() + stage.range.offset);
+      float* params = stage.params.as<float>() + stage.range.offset;
+      model::apply_gradients_range(*stage.stream, lr, count, sum, params);
+      ops::ema_update(*stage.stream, count, decay, params,
+                      stage.averages.as<float>() + stage.range.offset);
     }
     for (auto& stage : stages) stage.stream->synchronize();
     step_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
     // The loss: cross-entropy only. The weight-decay term reads local3's and local4's
     // weights, which the last stage does not own (its copy of them is never updated).
     cross_entropy = 0;
     for (int mb = 0; mb < m; ++mb) cross_entropy += host_losses.as<float>()[mb * model::kLossCount];
     cross_entropy /= m;
-    std::printf("step %d, cross-entropy = %.4f\n", step, cross_entropy);
+    std::printf("step %lld, cross-entropy = %.4f\n", static_cast<long long>(global_step),
+                cross_entropy);
+    std::fflush(stdout);  // a reader of a pipe (a test waiting to kill it) sees each step
+    ++steps_run;
+    ++global_step;  // steps taken, as a checkpoint counts them
+    // Read once: a signal after this line stops the run after the next step, which saves.
+    const bool stopping = stop.requested();
+    const bool last_step = step + 1 == flags.steps || stopping;
+    if (checkpoints.due(global_step, last_step)) {  // chapter 1's cadence
+      model::TrainingState state{.global_step = global_step,
+                                 .params = std::vector<float>(model::kNumParameters),
+                                 .moving_averages = std::vector<float>(model::kNumParameters),
+                                 .input = queue.position()};
+      read_ranges(stages, &ModelStage::params, state.params.data());
+      read_ranges(stages, &ModelStage::averages, state.moving_averages.data());
+      std::printf("saved %s\n", checkpoints.save(state).string().c_str());
+      std::fflush(stdout);
+    }
     const std::vector<TraceEvent> events = runtime.trace().collect();
     runtime.trace().clear();
     const StageBusy busy = stage_busy(events, stage_streams);
-    window_ms += busy.window_ms / flags.steps;
-    for (int s = 0; s < p; ++s) busy_ms[s] += busy.busy_ms[s] / flags.steps;
+    window_ms += busy.window_ms;
+    for (int s = 0; s < p; ++s) busy_ms[s] += busy.busy_ms[s];
     if (!trace_files.json.empty() || !trace_files.svg.empty()) {
       all_events.insert(all_events.end(), events.begin(), events.end());
     }
+    if (stopping) break;
   }
+  // Means over the steps run: --steps, or fewer after Ctrl-C.
+  const int mean_over = std::max(1, steps_run);
+  window_ms /= mean_over;
+  step_ms /= mean_over;
+  for (double& ms : busy_ms) ms /= mean_over;
 
   // The slowest stage sets the pace: no step is shorter than its busy time.
   const int slowest =
@@ -274,16 +338,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   bool written = true;
   if (!flags.save_params.empty()) {
     written &= write_output([&] {
-      // Each stage's own range, gathered into one flat buffer.
       std::vector<float> params(model::kNumParameters);
-      for (auto& stage : stages) {
-        if (stage.range.count == 0) continue;
-        stage.stream->copy(params.data() + stage.range.offset,
-                           stage.params.as<float>() + stage.range.offset,
-                           stage.range.count * sizeof(float));
-        stage.stream->synchronize();
-      }
-      save_params_file(flags.save_params, flags.steps, params.data());
+      read_ranges(stages, &ModelStage::params, params.data());
+      save_params_file(flags.save_params, static_cast<long long>(global_step), params.data());
     });
   }
   if (!all_events.empty()) {
@@ -306,17 +363,20 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("stages", p)
       .add("micro_batches", m)
       .add("batch_size", flags.batch_size)
-      .add("steps", flags.steps)
+      .add("steps", steps_run)
+      .add("global_step", static_cast<long long>(global_step))
       .add("split", p > 1 ? split_flag(split) : "none")
       .add("stage_layers", stage_layers)
       .add("activation_slots", slots)
       .add("stage_busy_ms", joined(busy_ms, 1))
       .add("slowest_stage", slowest)
       .add("trace_ms", window_ms, 1)
-      .add("step_ms", step_ms / flags.steps, 1)
+      .add("step_ms", step_ms, 1)
       .add("final_cross_entropy", cross_entropy, 4)
+      .append(stop.requested() ? Summary().add("stopped_by", std::string(stop.signal_name()))
+                               : Summary())
       .print();
-  return written ? 0 : 1;
+  return stop.exit_status(written ? 0 : 1);
 }
 
 }  // namespace towers

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "harness/checkpoint_dir.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/pipeline_split.hpp"
 #include "runtime/runtime.hpp"
@@ -22,7 +23,13 @@ struct CifarPipelineFlags {
   std::uint64_t seed = 1;   ///< --seed: initialization and input, as chapter 1's
   std::string data_dir;     ///< --data-dir; empty: the embedded synthetic set
   std::string save_params;  ///< --save-params FILE: compare with chapter 1 --accumulate m
+  CheckpointFlags checkpoints;  ///< chapter 1's --checkpoint-dir, --resume, ...
 };
+
+/// The flags that need the real model (--split, --batch-size, --steps, --seed,
+/// --data-dir, --save-params and the checkpoint flags): throws UsageError for the first
+/// one given to --model synthetic, saying to add --model cifar.
+void refuse_cifar_flags_in_synthetic(const CLI::App& app);
 
 /// The split --model cifar runs with: --split, or default_split(). Throws UsageError,
 /// before any device work, for what the real model cannot do: interleaved chunks, more
@@ -34,9 +41,13 @@ std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSche
                                                bool skip_waits);
 
 /// Trains `flags.steps` steps with the model cut at `split` into shape.stages stages,
-/// prints per-stage busy time and the summary; returns the exit status.
+/// prints per-stage busy time and the summary; returns the exit status. Starts from
+/// `checkpoints`' resumed state (parameters, moving averages, input position, global
+/// step) when there is one, and saves a checkpoint when one is due, chapter 1's cadence:
+/// the stages' ranges put together, so a checkpoint is the one chapter 1 --accumulate m
+/// writes after the same steps, and either program resumes it.
 int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const PipelineShape& shape,
                        const std::vector<StageLayers>& split, const CifarPipelineFlags& flags,
-                       const TraceFiles& trace_files);
+                       const CheckpointDir& checkpoints, const TraceFiles& trace_files);
 
 }  // namespace towers

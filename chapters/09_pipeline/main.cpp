@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -136,9 +137,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(whole_number(1, 16, "chunks per stage"));
   app.add_option("--kernel-ms", kernel_ms,
                  "one stage's forward of one micro-batch, in ms (split over its chunks)")
-      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+      ->capture_default_str()->check(finite_number(0.1, 10000, " ms"));
   app.add_option("--backward-ratio", backward_ratio, "a backward costs this many forwards")
-      ->capture_default_str()->check(CLI::Range(0.1, 100.0));
+      ->capture_default_str()->check(finite_number(0.1, 100, " forwards"));
   app.add_flag("--probe", probe,
                "prove with a rendezvous whether the stages ever all run at once: each stage "
                "probes inside its forward of micro-batch min(p-s-1, m-1), the moment the "
@@ -163,6 +164,7 @@ int main(int argc, char** argv) {
                  "--model cifar: write the final parameters here, to compare with "
                  "01_single_gpu --accumulate m (cmp)")
       ->check(writable_file());
+  add_checkpoint_flags(app, cifar.checkpoints);  // chapter 1's, for --model cifar
   app.add_flag("--skip-waits", skip_waits,
                "for tests: stages do not wait for each other's activations and gradients "
                "(the trace then shows ops out of order and the data check fails)");
@@ -175,15 +177,12 @@ int main(int argc, char** argv) {
     }
     const bool real_model = model_name == "cifar";
     std::vector<StageLayers> split;
+    std::optional<CheckpointDir> checkpoints;  // settled and locked before any device work
     if (real_model) {
       split = cifar_split_or_refuse(app, schedule, shape, cifar, probe, skip_waits);
+      checkpoints.emplace(cifar.checkpoints);
     } else {
-      for (const char* flag : {"--split", "--batch-size", "--steps", "--seed", "--data-dir",
-                               "--save-params"}) {
-        if (app.get_option(flag)->count() > 0) {
-          throw UsageError(std::string(flag) + " trains the real model: add --model cifar");
-        }
-      }
+      refuse_cifar_flags_in_synthetic(app);
     }
     const int p = shape.stages;
     const int num_virtual = shape.virtual_stages();
@@ -193,7 +192,9 @@ int main(int argc, char** argv) {
       runtime_options.devices = p;
     }
     auto runtime = Runtime::create(runtime_options);
-    if (real_model) return run_cifar_pipeline(*runtime, schedule, shape, split, cifar, trace_files);
+    if (real_model) {
+      return run_cifar_pipeline(*runtime, schedule, shape, split, cifar, *checkpoints, trace_files);
+    }
 
     // Stage s: its device, its stream, its schedule.
     std::vector<Device*> devices;

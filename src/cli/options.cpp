@@ -8,6 +8,7 @@
 #include <exception>
 #include <new>
 #include <sstream>
+#include <system_error>
 
 #include "cli/output_paths.hpp"
 #include "trace/export.hpp"
@@ -197,10 +198,21 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
 }
 
 std::string error_text(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e) == nullptr) return e.what();
-  return "out of host memory (std::bad_alloc): this machine could not give the program the "
-         "memory it asked for. Use a smaller --batch-size or fewer towers (--towers, "
-         "--devices), or stop other programs that hold memory.";
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    return "out of host memory (std::bad_alloc): this machine could not give the program the "
+           "memory it asked for. Use a smaller --batch-size or fewer towers (--towers, "
+           "--devices), or stop other programs that hold memory.";
+  }
+  // std::thread reports a refused thread (the user's limit on processes and threads,
+  // ulimit -u, or the memory for its stack) as EAGAIN, and nothing else.
+  const auto* refused = dynamic_cast<const std::system_error*>(&e);
+  if (refused != nullptr && refused->code() == std::errc::resource_unavailable_try_again) {
+    return std::string("out of threads (") + refused->what() + "): the system refused to start "
+           "one more thread; each simulated device and each of its streams runs one. Use "
+           "fewer --devices or towers (--towers, --towers-per-device), or raise the limit on "
+           "processes and threads (ulimit -u).";
+  }
+  return e.what();
 }
 
 }  // namespace towers

@@ -85,8 +85,10 @@ void write_trace_files(const TraceFiles& files, const std::vector<TraceEvent>& e
 std::optional<int> parse_flags(CLI::App& app, int argc, char** argv, bool report_errors = true);
 
 /// What "error: ..." says for `e`: its what(), except for std::bad_alloc (the host's
-/// allocator gave up: std::vector, new), whose what() says only "std::bad_alloc", and which
-/// gets what ran out and what to do.
+/// allocator gave up: std::vector, new), whose what() says only "std::bad_alloc", and a
+/// std::system_error of EAGAIN (std::thread could not start one more thread: a simulated
+/// device's stream, an iterator), whose what() says only "Resource temporarily
+/// unavailable"; both get what ran out and what to do.
 std::string error_text(const std::exception& e);
 
 /// Parses the command line and runs `body`, returning the process exit status:

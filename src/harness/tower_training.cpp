@@ -190,7 +190,10 @@ void TowerTraining::end_step(int step, float loss) {
 
 void TowerTraining::save_checkpoint_if_due(int step) {
   const std::int64_t global_step = first_global_step_ + step + 1;  // steps taken
-  const bool last = step + 1 == flags_.steps || stop_->requested();
+  // The stop is read once a step, here: the loop ends after exactly the step whose save
+  // counted it, so a signal a moment after this line cannot end the run unsaved.
+  stopping_ = stop_->requested();
+  const bool last = step + 1 == flags_.steps || stopping_;
   if (!checkpoints_.due(global_step, last)) return;
   if (!read_params_ || !read_averages_ || !(queue_ || read_input_)) {
     throw std::logic_error("--checkpoint-dir needs read_params_with() with both readers and an "

@@ -166,8 +166,10 @@ class TowerTraining {
   /// and --save-params count global steps from there. Call before the loop.
   void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
 
-  /// True once a first SIGINT or SIGTERM arrived: end the loop after the current step.
-  bool stop_requested() const { return stop_->requested(); }
+  /// True once a first SIGINT or SIGTERM arrived before the last StepScope::end(), which
+  /// then saved a checkpoint (with --checkpoint-dir): end the loop now. Read once a step,
+  /// at end(), so that a signal after that step's save decision stops after the next step.
+  bool stop_requested() const { return stopping_; }
   /// Steps finished so far (StepScope::end() calls): --steps, or fewer after a graceful stop.
   int steps_run() const { return log_->steps(); }
 
@@ -249,6 +251,7 @@ class TowerTraining {
   double trace_collect_seconds_ = 0;  // reading and analysing the trace, all steps
   int step_ = 0;
   bool step_open_ = false;  // a StepScope is alive
+  bool stopping_ = false;   // stop_requested(): the stop as the last step's end read it
   float last_loss_ = 0;
   int job_towers_ = 0;
   std::int64_t first_global_step_ = 0;  // set_first_global_step()

@@ -225,6 +225,19 @@ void write_file_atomically(const fs::path& file, const std::string& bytes) {
   // reader sees the old file or the whole new one. The folder is synced last so the
   // rename itself survives a power cut. Nothing but the target and our own temporary
   // file is ever touched.
+  // A device or a pipe the user named (/dev/null, /dev/full, /dev/stdout, a FIFO) is
+  // written in place, as check_output_file promises: a rename would replace the device
+  // node itself with a regular file (run as root, /dev/null gone for every program).
+  struct stat target {};
+  if (::stat(file.c_str(), &target) == 0 && !S_ISREG(target.st_mode) && !S_ISDIR(target.st_mode)) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) save_failed(file, "opening it", errno);
+    const bool written = write_all(fd, bytes);
+    const int error = errno;
+    ::close(fd);
+    if (!written) save_failed(file, "writing it", error);
+    return;
+  }
   const fs::path folder = file.parent_path().empty() ? fs::path(".") : file.parent_path();
   const fs::path tmp = folder / (file.filename().string() + ".tmp-" + std::to_string(::getpid()));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

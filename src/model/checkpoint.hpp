@@ -61,7 +61,9 @@ std::filesystem::path save_checkpoint_file(const std::filesystem::path& file,
 std::uintmax_t checkpoint_file_size();
 
 /// Writes `bytes` to `file` atomically and durably, as save_checkpoint_file() does;
-/// throws WriteError naming the file, the failed step and the system's reason.
+/// throws WriteError naming the file, the failed step and the system's reason. A `file`
+/// that is a device or a pipe (/dev/null, a FIFO), or a link to one, is written in place,
+/// never replaced.
 void write_file_atomically(const std::filesystem::path& file, const std::string& bytes);
 
 /// "model.ckpt-STEP", the name save_checkpoint() gives the state of `global_step`.

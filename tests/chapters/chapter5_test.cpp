@@ -4,7 +4,7 @@
 // chapter 4's parameters bit for bit (MPI_Allreduce to rounding); a divergence is caught;
 // a rank that dies, stalls or throws ends the job with a message, never a hang; the trace
 // has one process per rank; rank 0's checkpoints resume every rank exactly, also after a
-// SIGTERM to one rank.
+// SIGTERM to one rank and after every rank was killed with SIGKILL.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -325,6 +325,57 @@ TEST(Ranks, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
   const std::string final_params = bytes_of(straight);
   EXPECT_FALSE(final_params.empty());
   EXPECT_TRUE(final_params == bytes_of(resumed)) << "--save-params differ after the stop";
+}
+
+// Ten steps in one go, and ten again saving every step but with every rank SIGKILLed once
+// rank 0 has logged step 3 (so model.ckpt-3 is complete; no handler runs, a save may be
+// cut off mid-write), then resumed: the last checkpoint and --save-params are equal byte
+// for byte. An epoch is 3 steps of 2 ranks x 2, so the kill lands mid-epoch and every
+// rank's iterator must restart at the global batch where the job stood.
+TEST(Ranks, KillNineOfEveryRankAndResumeContinuesByteForByte) {
+  namespace fs = std::filesystem;
+  constexpr int kSteps = 10;
+  data::testing::TempDir dir;
+  resume_flags(dir.path(), "unused");  // writes the tiny set's files
+  const std::string flags = "--backend host --batch-size 2 --log-every 1 --data-dir " +
+                            (dir.path() / "data").string() + " ";
+  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
+  auto a = run_ranks(2, flags + "--steps 10 --checkpoint-dir " + straight.string() +
+                            " --save-params " + (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+
+  const std::string command =
+      ranks_command(2, flags + "--steps 10 --checkpoint-every 1 --checkpoint-dir " + killed.string(), 90);
+  std::size_t ranks_killed = 0;
+  auto b1 = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 3,", [&](pid_t) {
+    for (pid_t rank : testing::rank_pids("05_ranks", killed.string())) {
+      ranks_killed += ::kill(rank, SIGKILL) == 0 ? 1 : 0;
+    }
+  });
+  EXPECT_EQ(ranks_killed, 2u) << b1.output;
+  ASSERT_NE(b1.exit_code, 0) << "not killed:\n" << b1.output;
+  EXPECT_TRUE(b1.summaries.empty()) << b1.output;
+  const auto latest = model::latest_checkpoint(killed);
+  ASSERT_TRUE(latest.has_value()) << b1.output;
+  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
+  ASSERT_GE(reached, 3) << b1.output;
+  ASSERT_LT(reached, kSteps) << b1.output;
+
+  auto b2 = run_ranks(2, flags + "--steps " + std::to_string(kSteps - reached) +
+                             " --resume --checkpoint-dir " + killed.string() + " --save-params " +
+                             (dir.path() / "b.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  const std::string name = model::checkpoint_name(kSteps);
+  const std::string expected = bytes_of(straight / name);
+  ASSERT_FALSE(expected.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(expected == bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
+  const std::string params = bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
 }
 
 // The checkpoint's global batch is ranks x batch: resumed with another rank count, the

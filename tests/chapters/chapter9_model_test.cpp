@@ -2,9 +2,11 @@
 // Chapter 9 with the real model (--model cifar): the CIFAR-10 network cut into p stages,
 // trained with m micro-batches per step, ends with the bits of one device that
 // accumulates the same m micro-batches' gradients (01_single_gpu --accumulate m), for
-// GPipe and 1F1B, p = 2 and 4; the stage holding conv2 sets the pace; and what the real
+// GPipe and 1F1B, p = 2 and 4; its checkpoints are chapter 1's, byte for byte, and either
+// program resumes the other's; the stage holding conv2 sets the pace; and what the real
 // model cannot do is refused before any work. Tiny batches, two steps: seconds.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -80,6 +82,76 @@ TEST(Chapter9Model, StagesEndWithTheBitsOfOneDeviceAccumulatingTheSameMicroBatch
 
 // The stage with conv2 (about 80% of the products) is the slowest; it is busy most of
 // the step while the stage before it mostly waits for its gradients.
+// The stages' checkpoint is chapter 1's: after 2 steps, 2 stages x 4 micro-batches and one
+// device with --accumulate 4 write the same model.ckpt-2, byte for byte (parameters,
+// moving averages, the input's position). So chapter 9 resumes chapter 1's checkpoint and
+// continues with its bits. A resume with another --batch-size or --seed is refused by
+// flag, in chapter 1's words, before the stages are built.
+TEST(Chapter9Model, ACheckpointIsChapter1sAndChapter9ResumesIt) {
+  namespace fs = std::filesystem;
+  const base::TempDir scratch("ch9-ckpt");
+  const fs::path one = scratch.path() / "one", stages = scratch.path() / "stages",
+                 resumed = scratch.path() / "resumed";
+  const std::string common = "--backend host --batch-size 8 --seed 1 ";
+  const ProgramRun reference = run("01_single_gpu", common + "--host-threads 1 --accumulate 4 "
+                                   "--steps 3 --checkpoint-every 1 --checkpoint-dir " + one.string());
+  ASSERT_EQ(reference.exit_code, 0) << reference.output;
+  const std::string cifar = common + "--model cifar --stages 2 --micro-batches 4 ";
+  const ProgramRun two = run("09_pipeline", cifar + "--steps 2 --checkpoint-dir " + stages.string());
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("saved " + (stages / "model.ckpt-2").string()), std::string::npos)
+      << two.output;
+  EXPECT_EQ(two.last("global_step"), "2") << two.output;
+  const std::string expected = file_bytes(one / "model.ckpt-2");
+  ASSERT_FALSE(expected.empty()) << reference.output;
+  EXPECT_TRUE(file_bytes(stages / "model.ckpt-2") == expected) << "model.ckpt-2 differs from chapter 1's";
+
+  fs::create_directories(resumed);
+  fs::copy_file(one / "model.ckpt-2", resumed / "model.ckpt-2");
+  const ProgramRun third = run("09_pipeline", cifar + "--steps 1 --resume --checkpoint-dir " +
+                                                  resumed.string());
+  ASSERT_EQ(third.exit_code, 0) << third.output;
+  EXPECT_NE(third.output.find("resumed from " + (resumed / "model.ckpt-2").string() + " at step 2"),
+            std::string::npos) << third.output;
+  EXPECT_NE(third.output.find("step 2, cross-entropy"), std::string::npos) << third.output;
+  EXPECT_EQ(third.last("global_step"), "3") << third.output;
+  EXPECT_TRUE(file_bytes(resumed / "model.ckpt-3") == file_bytes(one / "model.ckpt-3"))
+      << "chapter 9 resumed from chapter 1's step 2 does not end with chapter 1's step 3";
+
+  const std::pair<std::string, std::string> refused[] = {
+      {"--batch-size 4 --seed 1 --model cifar --stages 2 --micro-batches 4",
+       "Resume with the same --batch-size"},
+      {"--batch-size 8 --seed 2 --model cifar --stages 2 --micro-batches 4",
+       "Resume with the same --seed"},
+  };
+  for (const auto& [flags, message] : refused) {
+    const ProgramRun r = run("09_pipeline", "--backend host --steps 1 --resume --checkpoint-dir " +
+                                                stages.string() + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
+    EXPECT_EQ(r.output.find("stage 0"), std::string::npos) << "built the stages first: " << flags;
+  }
+}
+
+// A first SIGTERM (a scheduler's, or Ctrl-C's SIGINT) ends the stages' run after the step
+// it is in, with a checkpoint of that step, exit status 143 and stopped_by in the summary.
+TEST(Chapter9Model, ASigtermEndsTheRunAfterItsStepWithACheckpoint) {
+  const base::TempDir scratch("ch9-stop");
+  const auto ckpt = scratch.path() / "ckpt";
+  const ProgramRun r = testing::run_and_signal(
+      "09_pipeline", "--backend host --model cifar --stages 2 --micro-batches 2 --batch-size 4 "
+      "--steps 1000 --checkpoint-dir " + ckpt.string(), "step 1,", SIGTERM);
+  EXPECT_EQ(r.exit_code, 143) << r.output;
+  EXPECT_EQ(r.last("stopped_by"), "SIGTERM") << r.output;
+  const std::string step = r.last("global_step");
+  ASSERT_FALSE(step.empty()) << r.output;
+  EXPECT_GE(std::stoi(step), 2) << r.output;
+  EXPECT_LT(std::stoi(step), 1000) << r.output;
+  EXPECT_EQ(r.last("steps"), step) << r.output;
+  EXPECT_NE(r.output.find("saved " + (ckpt / ("model.ckpt-" + step)).string()), std::string::npos)
+      << r.output;
+}
+
 TEST(Chapter9Model, TheStageWithConv2SetsThePace) {
   struct Case {
     std::string flags;
@@ -114,6 +186,11 @@ TEST(Chapter9Model, WhatTheRealModelCannotDoIsRefusedBeforeTheRun) {
       {"--model cifar --kernel-ms 5", "--kernel-ms belongs to --model synthetic"},
       {"--model cifar --probe", "--probe belongs to --model synthetic"},
       {"--split conv2", "add --model cifar"},
+      // The stand-in stages have no parameters to save; the checkpoint flags need a folder.
+      {"--checkpoint-dir ch9-never-made", "--model synthetic has no parameters to save"},
+      {"--resume-if-present", "--model synthetic has no parameters to save"},
+      {"--model cifar --checkpoint-every 5", "--checkpoint-every needs --checkpoint-dir"},
+      {"--model cifar --resume", "--resume needs --checkpoint-dir"},
       {"--model resnet", "--model"},
   };
   for (const auto& [flags, message] : cases) {

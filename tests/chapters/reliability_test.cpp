@@ -2,20 +2,27 @@
 // Reliability (issue 25): the checks a reliability probe found missing, each tested the
 // way it failed — a floating-point flag given NaN, infinity or a link too slow to ever
 // finish a step is refused at parse time, before any work, saying the bounds and why; a
-// second run on a checkpoint folder in use is refused, naming the first; and chapters 4,
-// 6 and 7, killed with SIGKILL mid-run and resumed, end byte for byte where a run that
-// was never killed ends.
+// second run on a checkpoint folder in use is refused, naming the first; and chapters 2,
+// 3, 4, 6, 7, 8 and 9, killed with SIGKILL mid-run and resumed, end byte for byte where
+// a run that was never killed ends (chapter 1: exact_resume_test.cpp; chapters 5 and 6
+// across ranks: chapter5_test.cpp, chapter6_ranks_test.cpp).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <new>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "../data/temp_dir.hpp"
@@ -130,10 +137,14 @@ TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
       {"03_stream_towers", "--link-latency-us nan", "not a finite number"},
       {"06_overlap", "--bucket-mb nan", "not a finite number"},
       {"06_overlap", "--bucket-mb 1e300", "is not in [0, 1024]"},
+      {"09_pipeline", "--kernel-ms nan", "not a finite number"},
+      {"09_pipeline", "--backward-ratio nan", "not a finite number"},
+      {"09_pipeline", "--backward-ratio inf", "not a finite number"},
   };
 #ifdef TOWERS_TEST_RANKS  // 05_ranks needs MPI; started alone it is a job of one rank
   cases.push_back({"05_ranks", "--collective-timeout nan", "not a finite number"});
   cases.push_back({"05_ranks", "--collective-timeout inf", "not a finite number"});
+  cases.push_back({"06_overlap_ranks", "--collective-timeout nan", "not a finite number"});
 #endif
   for (const Case& c : cases) {
     const std::string flag = c.args.substr(0, c.args.find(' '));
@@ -162,7 +173,7 @@ TEST(BenchFlags, BinDirIsAPathNeverShellText) {
   TempDir dir;
   const fs::path bin = dir.path() / "has space;touch pwned;#";
   fs::create_directories(bin);
-  for (const char* chapter : {"02_serial_towers", "03_stream_towers"}) {
+  for (const char* chapter : {"02_serial_towers", "03_stream_towers", "09_pipeline"}) {
     fs::create_symlink(fs::path(TOWERS_BIN_DIR) / chapter, bin / chapter);
   }
   auto r = run("bench_towers",
@@ -171,7 +182,25 @@ TEST(BenchFlags, BinDirIsAPathNeverShellText) {
                "cd '" + dir.path().string() + "' && ");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("same_loss"), "yes") << r.output;
+  // bench_pipeline pasted it into a popen command too, after the fix of the others.
+  auto pipeline = run("bench_pipeline",
+                      "--schedules 1f1b --stages 2 --micro-batches 2 --kernel-ms 1 --repeats 1 "
+                      "--bin-dir '" + bin.string() + "'",
+                      "cd '" + dir.path().string() + "' && ");
+  EXPECT_EQ(pipeline.exit_code, 0) << pipeline.output;
+  EXPECT_EQ(pipeline.last("wrong_runs"), "0") << pipeline.output;
   EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
+}
+
+// bench_pipeline took --kernel-ms unchecked: NaN ran every case and each failed later
+// with "no summary from" (exit status 1), not as the flag mistake it is.
+TEST(BenchFlags, PipelineBenchRefusesANonFiniteKernelTime) {
+  for (const char* args : {"--kernel-ms nan", "--kernel-ms inf", "--kernel-ms 0", "--repeats 0"}) {
+    auto r = run("bench_pipeline", args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has(r, std::string(args).substr(0, std::string(args).find(' ')))) << args << "\n" << r.output;
+    EXPECT_FALSE(has(r, "bench_pipeline: chapter 9")) << "ran first: " << args << "\n" << r.output;
+  }
 }
 #endif
 
@@ -198,6 +227,36 @@ TEST(OutOfMemory, AHostBadAllocSaysWhatRanOutAndWhatToDo) {
   EXPECT_EQ(status, 1);
   EXPECT_NE(said.find("error: out of host memory (std::bad_alloc)"), std::string::npos) << said;
   EXPECT_NE(said.find("smaller --batch-size"), std::string::npos) << said;
+}
+
+// A thread the system refuses (ulimit -u; std::thread throws std::system_error of EAGAIN)
+// said only "Resource temporarily unavailable"; now it says what ran out and what to do.
+TEST(OutOfMemory, ARefusedThreadSaysWhatRanOutAndWhatToDo) {
+  CLI::App app{"test"};
+  char name[] = "program";
+  char* argv[] = {name, nullptr};
+  ::testing::internal::CaptureStderr();
+  const int status = run_program(app, 1, argv, []() -> int {
+    throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+  });
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(said.find("error: out of threads (Resource temporarily unavailable)"),
+            std::string::npos) << said;
+  EXPECT_NE(said.find("fewer --devices"), std::string::npos) << said;
+}
+
+// The same, from a chapter run as an unprivileged user under a limit of 12 processes and
+// threads (root is exempt from the limit, so the test needs root to switch user): its 16
+// simulated devices' streams cannot all start.
+TEST(OutOfMemory, AChapterUnderAThreadLimitSaysToUseFewerDevices) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a program as another user (setpriv)";
+  auto r = run("03_stream_towers", "--backend host --devices 16 --batch-size 2 --steps 1",
+               "prlimit --nproc=12 setpriv --reuid=65534 --regid=65534 --clear-groups ");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(has(r, "error: Resource temporarily unavailable")) << r.output;
+  EXPECT_TRUE(has(r, "fewer --devices")) << r.output;
+  EXPECT_FALSE(has(r, "step 0,")) << r.output;
 }
 
 // --- Free space in the checkpoint folder -----------------------------------------------
@@ -283,17 +342,25 @@ TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
   EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
 }
 
-// --- Kill -9 and resume, chapters 4, 6, 7 and 8 -------------------------------------------
+// --- Kill -9 and resume, chapters 2, 3, 4, 6, 7, 8 and 9 ----------------------------------
+
+// What differs between the chapters' kill tests.
+struct KillCase {
+  std::string extra;                     // flags of this chapter, after the tiny set's
+  std::string loss_key = "final_loss";   // the summary key of the last step's loss
+  bool log_every = true;                 // takes --log-every (chapter 9 logs every step)
+};
 
 // Runs `program` kSteps steps in one go, and again saving every step but SIGKILLed once it
 // has logged step 3 (its checkpoint of step 3 is then complete), then resumed to kSteps:
 // the final checkpoint and --save-params must be equal byte for byte. Bytes include the
 // parameters, the moving averages and the input's position. The tiny set's epoch is 3
 // steps, so the run crosses epochs and the kill lands mid-epoch.
-void expect_kill_and_exact_resume(const std::string& program, const std::string& extra = "") {
+void expect_kill_and_exact_resume(const std::string& program, const KillCase& how = {}) {
   constexpr int kSteps = 10;
   TempDir dir;
-  const std::string flags = tiny_set(dir.path()) + extra + " ";
+  std::string flags = tiny_set(dir.path()) + how.extra + " ";
+  if (!how.log_every) flags.erase(flags.find("--log-every 1 "), 14);
   const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
   auto a = run(program, flags + "--steps " + std::to_string(kSteps) + " --checkpoint-dir " +
                             straight.string() + " --save-params " + (dir.path() / "a.params").string());
@@ -316,7 +383,8 @@ void expect_kill_and_exact_resume(const std::string& program, const std::string&
   ASSERT_EQ(b2.exit_code, 0) << b2.output;
   EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
   EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
-  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  ASSERT_FALSE(a.last(how.loss_key).empty()) << a.output;
+  EXPECT_EQ(a.last(how.loss_key), b2.last(how.loss_key));
   const std::string name = model::checkpoint_name(kSteps);
   const std::string expected = bytes_of(straight / name);
   ASSERT_FALSE(expected.empty()) << a.output;
@@ -327,16 +395,26 @@ void expect_kill_and_exact_resume(const std::string& program, const std::string&
   EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
 }
 
+// Chapters 2 and 3 read one global batch a step (InputQueue): the checkpoint's input
+// position restores the queue, mid-epoch.
+TEST(KillAndResume, Chapter2sSerialTowersContinueByteForByte) {
+  expect_kill_and_exact_resume("02_serial_towers");
+}
+
+TEST(KillAndResume, Chapter3sStreamTowersContinueByteForByte) {
+  expect_kill_and_exact_resume("03_stream_towers");
+}
+
 TEST(KillAndResume, Chapter4sIteratorsContinueByteForByte) {
   expect_kill_and_exact_resume("04_nccl_iterator");
 }
 
 TEST(KillAndResume, Chapter4sQueueInputContinuesByteForByte) {
-  expect_kill_and_exact_resume("04_nccl_iterator", "--input queue");
+  expect_kill_and_exact_resume("04_nccl_iterator", {.extra = "--input queue"});
 }
 
 TEST(KillAndResume, Chapter6ContinuesByteForByte) {
-  expect_kill_and_exact_resume("06_overlap", "--bucket-mb 1");
+  expect_kill_and_exact_resume("06_overlap", {.extra = "--bucket-mb 1"});
 }
 
 TEST(KillAndResume, Chapter7ContinuesByteForByte) { expect_kill_and_exact_resume("07_graph"); }
@@ -344,7 +422,17 @@ TEST(KillAndResume, Chapter7ContinuesByteForByte) { expect_kill_and_exact_resume
 // ZeRO-1: each tower keeps half the moving averages. The checkpoint holds them put together
 // and the resumed run gives each tower its shard back: the bytes of a run never stopped.
 TEST(KillAndResume, Chapter8sShardedAveragesContinueByteForByte) {
-  expect_kill_and_exact_resume("08_sharded", "--zero 1");
+  expect_kill_and_exact_resume("08_sharded", {.extra = "--zero 1"});
+}
+
+// The real model in two stages of 1F1B, batch 4 in 2 micro-batches: each stage saves its
+// own layers' range of the parameters and moving averages into one checkpoint, and the
+// resumed stages take their ranges back. An epoch of the tiny set is 7 batches of 4.
+TEST(KillAndResume, Chapter9sStagesContinueByteForByte) {
+  expect_kill_and_exact_resume("09_pipeline",
+                               {.extra = "--model cifar --stages 2 --micro-batches 2",
+                                .loss_key = "final_cross_entropy",
+                                .log_every = false});
 }
 
 // The iterators and the queue record the input's position in the same terms, so a
@@ -381,8 +469,8 @@ TEST(DataFiles, ANamedPipeInPlaceOfADataFileIsRefusedNotWaitedOn) {
             std::string::npos) << r.output;
 }
 
-// --trace and --save-params wrote through a symbolic link onto its target, and a dangling
-// one passed the up-front check and lost the trace after training. Both are refused at
+// --trace, --save-params and --save-graph wrote through a symbolic link onto its target,
+// and a dangling one passed the up-front check and lost the trace after training. Both are refused at
 // parse time now, and the link's target is left as it was.
 TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
   TempDir dir;
@@ -398,9 +486,53 @@ TEST(OutputPaths, ASymbolicLinkIsRefusedNotWrittenThrough) {
     EXPECT_TRUE(has(r, "is a symbolic link (to ")) << args << "\n" << r.output;
     EXPECT_FALSE(has(r, "step 0,")) << args << "\n" << r.output;
   }
+  // Chapter 7's --save-graph, written after training, is checked the same way.
+  for (const fs::path& path : {link, dangling}) {
+    auto r = run("07_graph", "--backend host --steps 1 --save-graph " + path.string());
+    EXPECT_EQ(r.exit_code, 2) << path << "\n" << r.output;
+    EXPECT_TRUE(has(r, "is a symbolic link (to ")) << path << "\n" << r.output;
+    EXPECT_FALSE(has(r, "step 0,")) << path << "\n" << r.output;
+  }
   EXPECT_TRUE(has(run("03_stream_towers", "--backend host --steps 1 --trace " + dangling.string()),
                   "whose target does not exist"));
   EXPECT_EQ(bytes_of(target), "keep me");
+}
+
+// A save wrote a new file and renamed it over the old one, and so replaced a device or a
+// pipe given as --save-params with a regular file: run as root, `--save-params /dev/full`
+// left /dev/full a 4 MB regular file for every program on the machine. A device or a pipe
+// is written in place now. A FIFO (safe to test, unlike /dev/null): it stays a FIFO, and
+// this test, reading it while the chapter runs, receives the whole saved file.
+TEST(OutputPaths, ASaveWritesIntoAPipeNeverReplacesIt) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "params.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opened for reading first, without blocking, so that the chapter's open for writing
+  // does not wait; read until the chapter has ended (a replaced FIFO is never written).
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::atomic<bool> ended = false;
+  testing::ProgramRun r;
+  std::thread chapter([&] {
+    r = run("03_stream_towers", "--backend host --batch-size 2 --steps 1 --save-params " +
+                                    fifo.string());
+    ended = true;
+  });
+  std::string received;
+  char chunk[65536];
+  for (bool last = false; !last;) {
+    last = ended;  // one more read after the chapter ended: what it wrote last
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) received.append(chunk, n);
+    if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  chapter.join();
+  ::close(fd);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  struct stat after {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISFIFO(after.st_mode)) << fifo << " was replaced";
+  ASSERT_FALSE(received.empty()) << "nothing came through the FIFO\n" << r.output;
+  EXPECT_EQ(model::parse_checkpoint(received, fifo).global_step, 1);
 }
 
 }  // namespace
