@@ -43,8 +43,8 @@ bool phase_clock_on();
 /// One run of a fused op: its name (the op's launch name) and the thread seconds it spent
 /// in each phase, by index.
 struct PhaseSplit {
-  std::string op;
-  std::array<double, kPhaseCount> seconds{};
+  std::string op;                                ///< the fused op's launch name
+  std::array<double, kPhaseCount> seconds{};  ///< thread seconds per phase, by Phase's index
 };
 
 /// The splits recorded since the last call, in the order their ops ended; forgets them.
@@ -54,12 +54,15 @@ std::vector<PhaseSplit> take_phase_splits();
 /// itself to the list of splits when destroyed (where the op ends), if the clock was on.
 class PhaseRecord {
  public:
+  /// Starts the record of one run of `op` (a static string: the op's launch name).
   explicit PhaseRecord(const char* op) : op_(op), on_(phase_clock_on()) {}
   ~PhaseRecord();
   PhaseRecord(const PhaseRecord&) = delete;
   PhaseRecord& operator=(const PhaseRecord&) = delete;
 
+  /// Whether the clock was on when the op started (off: nothing is timed or kept).
   bool on() const { return on_; }
+  /// Adds `nanoseconds` to `phase`; several threads of one op may add at once.
   void add(Phase phase, std::int64_t nanoseconds) {
     nanoseconds_[static_cast<int>(phase)].fetch_add(nanoseconds, std::memory_order_relaxed);
   }
@@ -75,10 +78,12 @@ class PhaseRecord {
 /// the record is off.
 class PhaseTimer {
  public:
+  /// Starts timing on this thread for `record` (reads the clock only when it is on).
   explicit PhaseTimer(PhaseRecord& record) : record_(record) {
     if (record_.on()) last_ = std::chrono::steady_clock::now();
   }
 
+  /// Adds the time since the previous lap (or construction) to `phase`.
   void lap(Phase phase) {
     if (!record_.on()) return;
     const auto now = std::chrono::steady_clock::now();
