@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Draws bench_sharded's memory columns as an SVG: bytes per device against N, per ZeRO stage.
+
+    bench/plot_sharded.py RESULTS --svg OUT.svg
+    bench/plot_sharded.py RESULTS --svg OUT.svg --check   # exit 1 if OUT differs
+
+RESULTS is bench_sharded's output, or a page of bench/results/ that quotes it: every line
+with its fourteen columns (optimizer, zero, N, Gb/s, step, ring, state, model, formula,
+activ., total, wire, hidden, same) is a row; other lines are skipped. One optimizer (the
+first seen) and one link speed (the fastest: memory does not depend on the link) are
+drawn. Per stage a line of `model` (parameters + gradients + optimizer state, the
+largest device's peak) with a ring at `formula`, ZeRO's closed form; the activations as
+one dashed line, the same for every stage. Nothing is measured here: the SVG is the same
+for the same rows.
+"""
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+ROW = re.compile(rf"^\s*(\w+)\s+([0-3])\s+([0-9]+)\s+({NUMBER})" + rf"\s+({NUMBER})" * 8
+                 + r"\s+(" + NUMBER + r"|-)\s+(yes|NO|no)\s*$")
+# One colour per stage; the activations grey (they are not what sharding divides).
+STAGE_COLORS = ["#b0b0b0", "#1f77b4", "#2ca02c", "#9467bd"]
+ACTIVATION_COLOR = "#d62728"
+
+
+def read_rows(path):
+    """{(zero, N): {"model", "formula", "activations"}} for the first optimizer, fastest link."""
+    found = []
+    for line in Path(path).read_text().splitlines():
+        m = ROW.match(line)
+        if m:
+            g = m.groups()
+            found.append({"optimizer": g[0], "zero": int(g[1]), "n": int(g[2]), "link": float(g[3]),
+                          "model": float(g[7]), "formula": float(g[8]), "activations": float(g[9])})
+    if not found:
+        sys.exit(f"plot_sharded: no bench_sharded table rows in {path}")
+    optimizer = found[0]["optimizer"]
+    link = max(r["link"] for r in found if r["optimizer"] == optimizer)
+    return {(r["zero"], r["n"]): r for r in found
+            if r["optimizer"] == optimizer and r["link"] == link}, optimizer
+
+
+def svg(rows, optimizer, title):
+    stages = sorted({z for z, _ in rows})
+    ns = sorted({n for _, n in rows})
+    width, height = 600, 380
+    left, right, top, bottom = 64, 180, 56, 52
+    plot_w, plot_h = width - left - right, height - top - bottom
+    highest = max(max(r["model"], r["formula"], r["activations"]) for r in rows.values())
+    step = 5.0 if highest <= 40 else 10.0
+    y_max = step * (math.floor(highest * 1.1 / step) + 1)
+
+    def x(n):
+        span = math.log2(ns[-1]) - math.log2(ns[0]) or 1
+        return left + plot_w * (math.log2(n) - math.log2(ns[0])) / span
+
+    def y(mb):
+        return top + plot_h * (1 - mb / y_max)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="18" font-size="13" font-weight="bold">{title}</text>',
+           f'<text x="{left}" y="34" fill="#444">lines: parameters + gradients + optimizer state '
+           f'({optimizer}), largest device\'s peak;</text>',
+           f'<text x="{left}" y="48" fill="#444">rings: ZeRO\'s formula; dashed: activations '
+           f'(not sharded)</text>']
+    v = 0.0
+    while v <= y_max + 1e-9:
+        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+                   f'stroke="#e4e4e4"/>')
+        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+        v += step
+    out.append(f'<text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 '
+               f'{top + plot_h / 2:.0f})" text-anchor="middle">MB per device</text>')
+    for n in ns:
+        out.append(f'<text x="{x(n):.1f}" y="{y(0) + 16:.1f}" text-anchor="middle">{n}</text>')
+    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{y(0) + 34:.1f}" text-anchor="middle">'
+               f'N, towers (one per device)</text>')
+    out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(0):.1f}" y2="{y(0):.1f}" '
+               f'stroke="black"/>')
+    activations = [(n, rows[(stages[0], n)]["activations"]) for n in ns if (stages[0], n) in rows]
+    points = " ".join(f"{x(n):.1f},{y(mb):.1f}" for n, mb in activations)
+    out.append(f'<polyline points="{points}" fill="none" stroke="{ACTIVATION_COLOR}" '
+               f'stroke-width="2" stroke-dasharray="6 4"/>')
+    legend = []
+    for z in stages:
+        color = STAGE_COLORS[z % len(STAGE_COLORS)]
+        line = [(n, rows[(z, n)]) for n in ns if (z, n) in rows]
+        points = " ".join(f"{x(n):.1f},{y(r['model']):.1f}" for n, r in line)
+        out.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for n, r in line:
+            tip = f"ZeRO-{z}, N = {n}: {r['model']:g} MB measured, {r['formula']:g} MB formula"
+            out.append(f'<circle cx="{x(n):.1f}" cy="{y(r["formula"]):.1f}" r="4" fill="none" '
+                       f'stroke="black"><title>{tip}</title></circle>')
+        legend.append((f"ZeRO-{z}" if z else "ZeRO-0 (chapter 4)", color, False))
+    legend.append(("activations", ACTIVATION_COLOR, True))
+    for i, (name, color, dashed) in enumerate(legend):
+        ly = top + 10 + 18 * i
+        lx = left + plot_w + 16
+        dash = ' stroke-dasharray="6 4"' if dashed else ""
+        out.append(f'<line x1="{lx}" x2="{lx + 22}" y1="{ly}" y2="{ly}" stroke="{color}" '
+                   f'stroke-width="2"{dash}/>')
+        out.append(f'<text x="{lx + 28}" y="{ly + 4}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", help="bench_sharded output or a results page quoting it")
+    parser.add_argument("--svg", required=True, help="where to write the chart")
+    parser.add_argument("--title", default="bench_sharded: memory per device against N, "
+                                            "per ZeRO stage")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when --svg differs from what RESULTS give")
+    args = parser.parse_args()
+    rows, optimizer = read_rows(args.results)
+    text = svg(rows, optimizer, args.title)
+    if args.check:
+        if not Path(args.svg).exists() or Path(args.svg).read_text() != text:
+            sys.exit(f"plot_sharded: {args.svg} is not what {args.results} gives; regenerate it: "
+                     f"bench/plot_sharded.py {args.results} --svg {args.svg}")
+        return
+    Path(args.svg).write_text(text)
+
+
+if __name__ == "__main__":
+    main()
