@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from svg_chart import frame, nice_step, y_axis
+
 NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 ROW = re.compile(rf"^\s*({NUMBER})\s+([0-9]+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+"
                  rf"({NUMBER})%\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+(yes|NO|no)\s*$")
@@ -53,17 +55,6 @@ def saved_text(saved):
     return f"{rounded:+d}%" if rounded else "0%"
 
 
-def nice_step(top):
-    """A round grid step that gives 4 to 8 lines up to `top`."""
-    step = 1.0
-    while top / step > 8:
-        for factor in (2, 2.5, 2):
-            step *= factor
-            if top / step <= 8:
-                break
-    return step
-
-
 def svg(rows, title):
     # Links from fastest (unlimited first) to slowest; bucket counts from most to one.
     links = sorted({r["link"] for r in rows.values()}, key=lambda g: (g != 0, -g))
@@ -83,22 +74,12 @@ def svg(rows, title):
     def y(ms):
         return top + plot_h * (1 - ms / y_max)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="18" font-size="13" font-weight="bold">{title}</text>',
-           f'<text x="{left}" y="34" fill="#444">bars: measured step_ms (mean step, first '
-           f'excluded); black ticks: the analytic expectation,</text>',
-           f'<text x="{left}" y="48" fill="#444">off = C + A, on = max(C, A) + A × the last '
-           f'bucket\'s share of the gradients (A: off\'s exposed all-reduce time)</text>']
-    v = 0.0
-    while v <= y_max + 1e-9:
-        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
-                   f'stroke="#e4e4e4"/>')
-        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
-        v += step
-    out.append(f'<text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 '
-               f'{top + plot_h / 2:.0f})" text-anchor="middle">step (ms)</text>')
+    out = frame(width, height, left, title, [
+        "bars: measured step_ms (mean step, first excluded); black ticks: the analytic "
+        "expectation,",
+        "off = C + A, on = max(C, A) + A × the last bucket's share of the gradients "
+        "(A: off's exposed all-reduce time)"])
+    out += y_axis(y, y_max, step, left, width - right, top, plot_h, "step (ms)")
     for g, link in enumerate(links):
         x0 = left + gap + g * (group_w + gap)
         comm = next(r["comm"] for r in rows.values() if r["link"] == link)

@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+from svg_chart import frame, y_axis
+
 NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 ROW = re.compile(rf"^\s*(\w+)\s+([0-3])\s+([0-9]+)\s+({NUMBER})" + rf"\s+({NUMBER})" * 8
                  + r"\s+(" + NUMBER + r"|-)\s+(yes|NO|no)\s*$")
@@ -62,22 +64,10 @@ def svg(rows, optimizer, title):
     def y(mb):
         return top + plot_h * (1 - mb / y_max)
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{left}" y="18" font-size="13" font-weight="bold">{title}</text>',
-           f'<text x="{left}" y="34" fill="#444">lines: parameters + gradients + optimizer state '
-           f'({optimizer}), largest device\'s peak;</text>',
-           f'<text x="{left}" y="48" fill="#444">rings: ZeRO\'s formula; dashed: activations '
-           f'(not sharded)</text>']
-    v = 0.0
-    while v <= y_max + 1e-9:
-        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
-                   f'stroke="#e4e4e4"/>')
-        out.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
-        v += step
-    out.append(f'<text x="14" y="{top + plot_h / 2:.0f}" transform="rotate(-90 14 '
-               f'{top + plot_h / 2:.0f})" text-anchor="middle">MB per device</text>')
+    out = frame(width, height, left, title, [
+        f"lines: parameters + gradients + optimizer state ({optimizer}), largest device's peak;",
+        "rings: ZeRO's formula; dashed: activations (not sharded)"])
+    out += y_axis(y, y_max, step, left, left + plot_w, top, plot_h, "MB per device")
     for n in ns:
         out.append(f'<text x="{x(n):.1f}" y="{y(0) + 16:.1f}" text-anchor="middle">{n}</text>')
     out.append(f'<text x="{left + plot_w / 2:.1f}" y="{y(0) + 34:.1f}" text-anchor="middle">'
