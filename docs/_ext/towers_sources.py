@@ -52,6 +52,17 @@ def link_sources(app, doctree, docname):
         linked.add(name)
 
 
+def note_source_dependencies(app, doctree):
+    """A page that names a file depends on it: when the file changes, an incremental build
+    reads the page again, links it again and so rewrites the file's source page (without
+    this, only a fresh build refreshed the _code pages)."""
+    root = Path(app.config.towers_source_dir)
+    for literal in doctree.findall(nodes.literal):
+        name = source_file(app, literal.astext().strip())
+        if name is not None:
+            app.env.note_dependency(str(root / name))
+
+
 def write_source_pages(app, exception):
     if exception or app.builder.format != "html":
         return
@@ -80,5 +91,6 @@ def write_source_pages(app, exception):
 
 
 def setup(app):
+    app.connect("doctree-read", note_source_dependencies)
     app.connect("doctree-resolved", link_sources)
     app.connect("build-finished", write_source_pages)
