@@ -225,8 +225,10 @@ TEST(BenchFlags, TrainBenchRunsPythonWithoutAShell) {
   const std::string common =
       "--batch-size 2 --warmup 1 --steps 2 --pairs 1 --sgemm-size 0 --threads 1 "
       "--profile-steps 1 --pytorch-script 'a script; echo injected'";
+  // Run from the temporary folder, so that an injected `touch pwned` would land there.
+  const std::string in_dir = "cd '" + dir.path().string() + "' && ";
   const fs::path torch = stand_in("python with torch", true);
-  auto r = run("bench_train", common + " --python '" + torch.string() + "'");
+  auto r = run("bench_train", common + " --python '" + torch.string() + "'", in_dir);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("pytorch"), "measured") << r.output;
   EXPECT_EQ(r.last("pytorch_version"), "stand-in") << r.output;
@@ -237,13 +239,13 @@ TEST(BenchFlags, TrainBenchRunsPythonWithoutAShell) {
   EXPECT_FALSE(has(r, "injected\n")) << r.output;
 
   const fs::path no_torch = stand_in("python without torch", false);
-  r = run("bench_train", common + " --python '" + no_torch.string() + "'");
+  r = run("bench_train", common + " --python '" + no_torch.string() + "'", in_dir);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "`import torch` fails there; install it (")) << r.output;
   EXPECT_TRUE(has(r, "-m pip install torch")) << r.output;
   EXPECT_FALSE(has(r, "# bench_train:")) << "ran first:\n" << r.output;
 
-  r = run("bench_train", common + " --python '" + (folder / "no python").string() + "'");
+  r = run("bench_train", common + " --python '" + (folder / "no python").string() + "'", in_dir);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(has(r, "cannot run it (not found, or not executable)")) << r.output;
   EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
