@@ -227,9 +227,11 @@ std::vector<std::string> scaffolding_problems(
       }
       for (const auto& kind : kScaffolding) {
         const std::regex pattern(kind.pattern, std::regex::ECMAScript | std::regex::icase);
-        if (std::regex_search(code, pattern)) {
-          problems.push_back(use.file.filename().string() + ":" + name + ": `" + trim(line) +
-                             "` is " + kind.what + "; move it out of the region");
+        if (std::regex_search(code, pattern)) {  // one problem per line: its first kind
+          const fs::path shown = use.file.parent_path().filename() / use.file.filename();
+          problems.push_back(shown.string() + ":" + name + ": `" + trim(line) + "` is " +
+                             kind.what + "; move it out of the region");
+          break;
         }
       }
     }
@@ -319,10 +321,13 @@ TEST(DocsMarkers, CheckerRejectsScaffoldingInsideARegion) {
   auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
                           dir.path(), dir.path());
   auto problems = scaffolding_problems(uses);
-  ASSERT_EQ(problems.size(), 3u) << join(problems);  // step., trace, add_host_span
-  EXPECT_NE(problems[0].find("`step.enqueued();` is the step's bookkeeping"), std::string::npos)
+  ASSERT_EQ(problems.size(), 2u) << join(problems);  // the step's line, the trace's line
+  EXPECT_NE(problems[0].find("main.cpp:loop: `step.enqueued();` is the step's bookkeeping"),
+            std::string::npos)
       << problems[0];
-  EXPECT_NE(problems[1].find("is the trace"), std::string::npos) << problems[1];
+  EXPECT_NE(problems[1].find("`trace.add_host_span(\"x\", start);` is the trace"),
+            std::string::npos)
+      << problems[1];
 }
 
 TEST(DocsMarkers, CheckerAcceptsALessonRegion) {
