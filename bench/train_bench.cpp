@@ -226,30 +226,50 @@ std::string python_list() {
   return list;
 }
 
-// The first Python that can `import torch`: --python only, if given; else kPythons.
+// Whether `python` can `import torch`: run with no shell between, so a path with a space
+// or a ';' is one argument and never a command. 127: it could not be started at all.
+int import_torch(const std::string& python) {
+  return base::run_argv({python, "-c", "import torch"}).exit_code;
+}
+
+// The Python to run PyTorch with: --python, which must import torch (else a UsageError
+// saying what to do, before anything runs); without it the first of kPythons that
+// imports torch, or "" when none does (the comparison is then left out, as the summary says).
 std::string python_with_torch(const BenchOptions& options) {
-  const std::vector<std::string> candidates =
-      options.python.empty() ? kPythons : std::vector<std::string>{options.python};
-  for (const std::string& python : candidates) {
-    const std::string probe = python + " -c 'import torch' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) return python;
+  if (options.python.empty()) {
+    for (const std::string& python : kPythons) {
+      if (import_torch(python) == 0) return python;
+    }
+    return "";
   }
-  return "";
+  const int status = import_torch(options.python);
+  if (status == 127) {
+    throw UsageError("--python " + options.python +
+                     ": cannot run it (not found, or not executable); give the path of a Python "
+                     "that has torch, or --no-pytorch to leave PyTorch out");
+  }
+  if (status != 0) {
+    throw UsageError("--python " + options.python + ": `import torch` fails there; install it (" +
+                     options.python + " -m pip install torch; bench/README.md says more) or "
+                     "pass --no-pytorch");
+  }
+  return options.python;
 }
 
 // Runs bench/torch_cifar10.py with `python` and `threads` threads; parses its summary.
 PytorchResult run_pytorch(const BenchOptions& options, const std::string& python, int threads) {
   PytorchResult r;
-  std::ostringstream command;
-  command << python << " " << options.pytorch_script << " --threads " << threads
-          << " --batch-size " << options.batch_size << " --warmup " << options.warmup
-          << " --steps " << options.steps << " 2>&1";
-  // Its own lines, shown as printed.
-  const auto [status, text] = base::run_command(
-      command.str(), [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
+  const std::vector<std::string> argv = {
+      python,      options.pytorch_script,           "--threads",
+      std::to_string(threads), "--batch-size", std::to_string(options.batch_size),
+      "--warmup",  std::to_string(options.warmup),   "--steps",
+      std::to_string(options.steps)};
+  // Its own lines (stdout and stderr), shown as printed.
+  const auto [status, text] = base::run_argv(
+      argv, [](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), stdout); });
   const auto summaries = parse_summaries(text);
   if (status != 0 || summaries.empty() || !summaries.back().contains("images_per_sec")) {
-    r.why = "failed (" + options.pytorch_script + ")";
+    r.why = "failed (" + options.pytorch_script + ", exit status " + std::to_string(status) + ")";
     return r;
   }
   r.measured = true;
@@ -315,21 +335,19 @@ HostCase run_host_case(Trainer& trainer, const BenchOptions& options, int thread
   return hc;
 }
 
-int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options) {
+// `python`: the Python that imports torch (python_with_torch), "" for none.
+int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
+             const std::string& python) {
   const double flops_per_image = 2.0 * model::Network::multiply_adds_per_image();
   std::printf("# matrix products of one image's step: %.1f MFLOP (from the layer shapes)\n",
               flops_per_image / 1e6);
-  std::string python;
   std::string why;
   if (!options.pytorch) {
     why = "skipped (--no-pytorch)";
-  } else {
-    python = python_with_torch(options);
-    if (python.empty()) {
-      why = "not installed (no torch for " +
-            (options.python.empty() ? python_list() : options.python) +
-            "; bench/README.md says how to install it)";
-    }
+  } else if (python.empty()) {
+    why = "not installed (no torch for " + python_list() +
+          "; to compare, install it: python3 -m venv .venv && .venv/bin/pip install torch, "
+          "as bench/README.md says, or name a Python with --python)";
   }
   if (!why.empty()) std::printf("# pytorch: %s; towers and the ceiling only\n", why.c_str());
   std::printf("# %-8s  %7s  %5s  %10s  %10s  %12s  %12s  %17s  %4s\n", "who", "threads", "batch",
@@ -408,12 +426,14 @@ int run(RuntimeOptions runtime_options, const BenchOptions& options) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   auto runtime = Runtime::create(runtime_options);
   const bool host = runtime->backend() == Backend::kHost;
+  // Before any work: a --python that cannot run PyTorch is the command line's mistake.
+  const std::string python = host && options.pytorch ? python_with_torch(options) : "";
   Trainer trainer(runtime->device(0), options.batch_size);
   std::printf("# bench_train: forward + backward + SGD, batch %d, warmup %d, %d timed steps "
               "per run; one device (%s)\n",
               options.batch_size, options.warmup, options.steps,
               runtime->device(0).name().c_str());
-  if (host) return run_host(*runtime, trainer, options);
+  if (host) return run_host(*runtime, trainer, options, python);
 
   // A GPU: one run, no PyTorch (scripts/gpu-bench.d runs PyTorch's GPU script beside it).
   const CaseResult r = run_case(trainer, options);

@@ -67,17 +67,17 @@ int main(int argc, char** argv) {
       }
       // docs-end: serial-towers
       step.enqueued();
-      // docs-begin: host-average
       Trace& trace = training.runtime().trace();
-      double start = trace.now_us();
+      const double average_start = trace.now_us();
+      // docs-begin: host-average
       average_gradients_on_host(tower_grad_ptrs, n, grads.data());  // towers meet here
       apply_gradients_on_host(learning_rate(global_step, steps_per_decay), grads.data(),
                               params.as<float>());
       update_moving_averages_on_host(moving_average_decay(global_step), params.as<float>(),
                                      averages.data());
-      trace.add_host_span("average_gradients + apply", start);
-      copy_params_to_devices();  // every device gets the new parameters
       // docs-end: host-average
+      trace.add_host_span("average_gradients + apply", average_start);
+      copy_params_to_devices();  // every device gets the new parameters
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
     }
     return training.finish("chapter 2: serial towers", "host");

@@ -134,9 +134,9 @@ int main(int argc, char** argv) {
                       params.as<float>());
       update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
                              averages.as<float>());
+      // docs-end: rank-step
       step.enqueued();
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
-      // docs-end: rank-step
       training.runtime().synchronize();
       // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
       float loss = tower.losses.as<float>()[kTotalLoss];

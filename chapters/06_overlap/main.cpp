@@ -93,6 +93,14 @@ int main(int argc, char** argv) {
     if (probe && overlap_flags.overlap && buckets.size() > 1) {
       comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
     }
+    // Tower 0's backward pass in the probe's step: the lesson's one below, held in the
+    // rendezvous after probe_layer until the communication stream reaches the first bucket.
+    auto probed_tower_loss = [&](Tower& tower, const data::Batch& batch) {
+      tower_loss(tower, vars.params[0], batch, [&](int layer) {
+        tower.stream->record(*layer_ready[0][layer]);
+        if (layer == probe_layer) comm_probe->enqueue(*tower.stream);  // the rest waits here
+      });
+    };
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
@@ -102,14 +110,15 @@ int main(int argc, char** argv) {
         const data::Batch batch = inputs[i].next();
         step.probe(tower);
         tower.stream->wait(*batch.ready);
-        // docs-begin: layer-events
-        tower_loss(tower, vars.params[i], batch, [&](int layer) {
-          tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
-          if (comm_probe && i == 0 && layer == probe_layer && run_step == probe_step) {
-            comm_probe->enqueue(*tower.stream);  // the rest of the backward pass waits here
-          }
-        });
-        // docs-end: layer-events
+        if (comm_probe && i == 0 && run_step == probe_step) {
+          probed_tower_loss(tower, batch);  // --probe: as below, plus the rendezvous
+        } else {
+          // docs-begin: layer-events
+          tower_loss(tower, vars.params[i], batch, [&](int layer) {
+            tower.stream->record(*layer_ready[i][layer]);  // this layer's gradients are final
+          });
+          // docs-end: layer-events
+        }
         inputs[i].release(batch, *tower.stream);
       }
       if (comm_probe && run_step == probe_step) {  // --probe: where the first bucket starts

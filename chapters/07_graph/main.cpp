@@ -94,9 +94,9 @@ int main(int argc, char** argv) {
          ++run_step, ++steps_run) {
       StepScope step = training.step(run_step);  // refills the pinned batch the graph reads
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
+      const auto launch_started = std::chrono::steady_clock::now();  // host_launch_ms
       // docs-begin: launch-step
       scalars.set(learning_rate(global_step, steps_per_decay), moving_average_decay(global_step));
-      const auto launch_started = std::chrono::steady_clock::now();
       train_op->launch(meet);  // the whole step: every tower, the average, the update
       // docs-end: launch-step
       // A traced step's launch on cuda also records the trace's events: timed, left out.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // run_command: runs a shell command to completion and keeps what it printed. The tests
-// run chapter programs this way, as a learner would, and the benchmarks run chapters and
-// reference scripts.
+// run chapter programs this way, as a learner would. run_argv runs a program without a
+// shell: the benchmarks run chapters and reference scripts (PyTorch's) this way.
 #pragma once
 
 #include <functional>
@@ -22,9 +22,12 @@ struct CommandResult {
 CommandResult run_command(const std::string& command,
                           const std::function<void(std::string_view)>& echo = {});
 
-/// Runs the program `argv[0]` (a path) with the arguments `argv[1..]` as they are, with no
-/// shell between: no word splitting, no quoting, nothing a folder's name can inject.
-/// Reads its stdout and stderr, together, to the end. exit_code 127: it could not start.
-CommandResult run_argv(const std::vector<std::string>& argv);
+/// Runs the program `argv[0]` with the arguments `argv[1..]` as they are, with no shell
+/// between: no word splitting, no quoting, nothing a folder's name can inject. `argv[0]`
+/// is a path, or a bare name (no '/') looked up in PATH as a shell would. Reads its stdout
+/// and stderr, together, to the end; `echo`, when given, sees each piece as it arrives.
+/// exit_code 127: it could not start (not found, or not executable).
+CommandResult run_argv(const std::vector<std::string>& argv,
+                       const std::function<void(std::string_view)>& echo = {});
 
 }  // namespace towers::base

@@ -37,7 +37,18 @@ TEST(RunArgv, PassesEachArgumentAsItIsWithoutAShell) {
 
 TEST(RunArgv, AProgramThatCannotStartExitsWith127) {
   EXPECT_EQ(run_argv({"/no/such/program"}).exit_code, 127);
+  EXPECT_EQ(run_argv({"no-such-program-in-path"}).exit_code, 127);
   EXPECT_EQ(run_argv({}).exit_code, -1);
+}
+
+// A bare name is found in PATH, as `python3` must be; the echo sees what the output holds.
+TEST(RunArgv, FindsABareNameInPathAndEchoesTheOutput) {
+  std::string echoed;
+  const CommandResult r =
+      run_argv({"sh", "-c", "echo out; echo err 1>&2"}, [&](std::string_view p) { echoed += p; });
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.output, "out\nerr\n");
+  EXPECT_EQ(echoed, r.output);
 }
 
 }  // namespace

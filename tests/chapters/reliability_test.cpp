@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <new>
 #include <optional>
 #include <string>
@@ -201,6 +202,53 @@ TEST(BenchFlags, PipelineBenchRefusesANonFiniteKernelTime) {
     EXPECT_TRUE(has(r, std::string(args).substr(0, std::string(args).find(' ')))) << args << "\n" << r.output;
     EXPECT_FALSE(has(r, "bench_pipeline: chapter 9")) << "ran first: " << args << "\n" << r.output;
   }
+}
+// bench_train ran its PyTorch twin through a shell: a --python path with a space broke it,
+// and one with a ';' ran what followed. Now the Python runs with its arguments as a vector,
+// and a --python that cannot run PyTorch is refused before any work, saying what to do.
+// The stand-in Python answers `-c "import torch"` and the script's run as torch would, so
+// the test needs no torch; it writes each argument it got on a line of its own.
+TEST(BenchFlags, TrainBenchRunsPythonWithoutAShell) {
+  TempDir dir;
+  const fs::path folder = dir.path() / "has space;touch pwned;#";
+  fs::create_directories(folder);
+  auto stand_in = [&](const std::string& name, bool has_torch) {
+    const fs::path path = folder / name;
+    std::ofstream(path) << "#!/bin/sh\n"
+                        << "printf '%s\\n' \"$@\" >> \"$0.args\"\n"
+                        << "if [ \"$1\" = -c ]; then exit " << (has_torch ? 0 : 1) << "; fi\n"
+                        << "echo 'summary: framework=pytorch images_per_sec=100.0 "
+                           "images_per_sec_best=120.0 version=stand-in'\n";
+    fs::permissions(path, fs::perms::owner_all);
+    return path;
+  };
+  const std::string common =
+      "--batch-size 2 --warmup 1 --steps 2 --pairs 1 --sgemm-size 0 --threads 1 "
+      "--profile-steps 1 --pytorch-script 'a script; echo injected'";
+  // Run from the temporary folder, so that an injected `touch pwned` would land there.
+  const std::string in_dir = "cd '" + dir.path().string() + "' && ";
+  const fs::path torch = stand_in("python with torch", true);
+  auto r = run("bench_train", common + " --python '" + torch.string() + "'", in_dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last("pytorch"), "measured") << r.output;
+  EXPECT_EQ(r.last("pytorch_version"), "stand-in") << r.output;
+  std::ifstream args(torch.string() + ".args");
+  std::string all((std::istreambuf_iterator<char>(args)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(all, "-c\nimport torch\na script; echo injected\n--threads\n1\n--batch-size\n2\n"
+                 "--warmup\n1\n--steps\n2\n");
+  EXPECT_FALSE(has(r, "injected\n")) << r.output;
+
+  const fs::path no_torch = stand_in("python without torch", false);
+  r = run("bench_train", common + " --python '" + no_torch.string() + "'", in_dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r, "`import torch` fails there; install it (")) << r.output;
+  EXPECT_TRUE(has(r, "-m pip install torch")) << r.output;
+  EXPECT_FALSE(has(r, "# bench_train:")) << "ran first:\n" << r.output;
+
+  r = run("bench_train", common + " --python '" + (folder / "no python").string() + "'", in_dir);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(has(r, "cannot run it (not found, or not executable)")) << r.output;
+  EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
 }
 #endif
 

@@ -7,6 +7,14 @@
 // (Sphinx takes the first match, so a second one would go unnoticed), every
 // `docs-begin: NAME` must have its `docs-end: NAME` after it, and no marker name may be
 // the prefix of another (`enqueue` would also match `enqueue-loop`).
+//
+// And what a page shows between the markers is the lesson alone: a region's code (its
+// comments aside) must not hold the harness's scaffolding, the lines that report or prove
+// a run rather than train it. What counts is `kScaffolding` below: the step's bookkeeping
+// (`step.enqueued()`, `step.end()`), the trace and its spans, timers for the summary, the
+// summary itself, the parameter check, and the rendezvous probes of --probe. A probe may
+// stay only where its place between the lesson's lines is what it proves: that exact line
+// is listed in `kProvingProbes` with the reason, and an entry no region holds fails too.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -138,6 +146,99 @@ std::vector<std::string> marker_problems(const std::vector<MarkerUse>& uses) {
   return problems;
 }
 
+/// One kind of scaffolding: a pattern matched against a region's code, and what it is.
+struct Scaffolding {
+  std::string pattern;  // ECMAScript regex, case-insensitive
+  std::string what;
+};
+
+const std::vector<Scaffolding> kScaffolding = {
+    {R"(\bstep\s*\.)", "the step's bookkeeping (StepScope)"},
+    {R"(probe)", "a --probe rendezvous"},
+    {R"(rendezvous)", "a --probe rendezvous"},
+    {R"(trace)", "the trace"},
+    {R"(now_us|add_host_span|set_tower)", "a trace span or tag"},
+    {R"(steady_clock|seconds_since|_started\b)", "a timer for the summary"},
+    {R"(summary|extra\s*\.\s*add)", "the summary"},
+    {R"(after_step|tower_bodies_run)", "a check or count for the summary"},
+};
+
+/// Lines allowed inside a region though they match kScaffolding: (marker name, the line's
+/// code, trimmed), each with the reason it stays. Probes whose place between the lesson's
+/// lines is what they prove, and what must sit inside one lambda with the lesson.
+const std::map<std::pair<std::string, std::string>, std::string> kProvingProbes = {
+    {{"serial-towers", "step.probe(tower);"},
+     "chapter 2's proof: tower i+1's probe cannot be enqueued before tower i has finished"},
+    {{"capture-step", "training.probe_round_in_capture(meet);"},
+     "chapter 7's probes are nodes of the captured step: they live in the captured lambda"},
+    {{"capture-step", "training.probe_in_capture(*tower);"}, "as probe_round_in_capture"},
+    {{"capture-step", "++tower_bodies_run;"},
+     "chapter 7 counts the runs of the captured loop's body inside that body"},
+    {{"stage-op", "if (probes_here(s, op)) rendezvous->enqueue(stream);"},
+     "chapter 9's probe sits after a stage's wait for its input, or it would meet trivially"},
+    {{"stage-op", "stream.set_tower(op.micro_batch);"},
+     "chapter 9 tags each op with its micro-batch in the lambda that enqueues it"},
+    {{"model-stage-op", "stream.set_tower(mb);"}, "as stage-op's tag"},
+};
+
+/// `text` without the spaces at either end.
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(' ');
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+/// `source` without its // comments (a comment may name a flag; the code may not).
+std::string code_only(const std::string& source) {
+  static const std::regex comment(R"(//[^\n]*)");
+  return std::regex_replace(source, comment, "");
+}
+
+/// The text between `docs-begin: NAME` and `docs-end: NAME` in `source`, empty if none.
+std::string region(const std::string& source, const std::string& name) {
+  const std::string begin = "docs-begin: " + name, end = "docs-end: " + name;
+  const auto b = source.find(begin);
+  const auto e = source.find(end);
+  if (b == std::string::npos || e == std::string::npos || e < b) return "";
+  const auto after = source.find('\n', b);
+  return after == std::string::npos || after > e ? "" : source.substr(after + 1, e - after - 1);
+}
+
+/// Every scaffolding line in the regions `uses` include, as "file:name: line (what)";
+/// `used` collects the kProvingProbes entries that allowed one.
+std::vector<std::string> scaffolding_problems(
+    const std::vector<MarkerUse>& uses,
+    std::set<std::pair<std::string, std::string>>* used = nullptr) {
+  std::vector<std::string> problems;
+  std::set<std::pair<fs::path, std::string>> seen;
+  static const std::regex begin_marker(R"(^docs-begin:\s*(\S+)$)");
+  for (const auto& use : uses) {
+    std::smatch m;
+    if (!std::regex_match(use.text, m, begin_marker) || !fs::is_regular_file(use.file)) continue;
+    const std::string name = m[1];
+    if (!seen.emplace(use.file, name).second) continue;
+    std::istringstream lines(region(read(use.file), name));
+    std::string line;
+    while (std::getline(lines, line)) {
+      const std::string code = trim(code_only(line));
+      if (kProvingProbes.contains({name, code})) {
+        if (used) used->insert({name, code});
+        continue;
+      }
+      for (const auto& kind : kScaffolding) {
+        const std::regex pattern(kind.pattern, std::regex::ECMAScript | std::regex::icase);
+        if (std::regex_search(code, pattern)) {  // one problem per line: its first kind
+          const fs::path shown = use.file.parent_path().filename() / use.file.filename();
+          problems.push_back(shown.string() + ":" + name + ": `" + trim(line) + "` is " +
+                             kind.what + "; move it out of the region");
+          break;
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 std::string join(const std::vector<std::string>& lines) {
   std::string out;
   for (const auto& l : lines) out += "  " + l + "\n";
@@ -204,9 +305,43 @@ TEST(DocsMarkers, CheckerRejectsAMissingFile) {
   EXPECT_NE(problems[0].find("does not exist"), std::string::npos) << problems[0];
 }
 
+TEST(DocsMarkers, CheckerRejectsScaffoldingInsideARegion) {
+  TempDir dir;
+  write(dir, "main.cpp",
+        "int main() {\n"
+        "  // docs-begin: loop\n"
+        "  for (;;) {  // --probe and the trace may be named in a comment\n"
+        "    tower_loss(tower);\n"
+        "    step.enqueued();\n"
+        "    trace.add_host_span(\"x\", start);\n"
+        "  }\n"
+        "  // docs-end: loop\n"
+        "  step.end(loss);  // outside: fine\n"
+        "}\n");
+  auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
+                          dir.path(), dir.path());
+  auto problems = scaffolding_problems(uses);
+  ASSERT_EQ(problems.size(), 2u) << join(problems);  // the step's line, the trace's line
+  EXPECT_NE(problems[0].find("main.cpp:loop: `step.enqueued();` is the step's bookkeeping"),
+            std::string::npos)
+      << problems[0];
+  EXPECT_NE(problems[1].find("`trace.add_host_span(\"x\", start);` is the trace"),
+            std::string::npos)
+      << problems[1];
+}
+
+TEST(DocsMarkers, CheckerAcceptsALessonRegion) {
+  TempDir dir;
+  write(dir, "main.cpp", kSource);
+  auto uses = marker_uses(page_including("docs-begin: loop", "docs-end: loop"), "page.md",
+                          dir.path(), dir.path());
+  EXPECT_EQ(join(scaffolding_problems(uses)), "");
+}
+
 // ---- The real pages. ----
 
-TEST(DocsMarkers, EveryIncludedMarkerOfTheDocsOccursExactlyOnce) {
+/// Every marker use of every page under docs/.
+std::vector<MarkerUse> docs_marker_uses() {
   const fs::path docs = fs::path(TOWERS_SOURCE_DIR) / "docs";
   std::vector<MarkerUse> uses;
   for (const auto& entry : fs::recursive_directory_iterator(docs)) {
@@ -219,8 +354,27 @@ TEST(DocsMarkers, EveryIncludedMarkerOfTheDocsOccursExactlyOnce) {
                             entry.path().parent_path(), docs);
     uses.insert(uses.end(), page.begin(), page.end());
   }
+  return uses;
+}
+
+TEST(DocsMarkers, NoIncludedRegionHoldsScaffolding) {
+  const auto uses = docs_marker_uses();
+  ASSERT_GE(uses.size(), 4u) << "found too few literalinclude markers";
+  std::set<std::pair<std::string, std::string>> used;
+  auto problems = scaffolding_problems(uses, &used);
+  for (const auto& [entry, why] : kProvingProbes) {
+    if (!used.contains(entry)) {
+      problems.push_back("kProvingProbes allows `" + entry.second + "` in " + entry.first +
+                         ", which no longer holds it: remove the entry");
+    }
+  }
+  EXPECT_TRUE(problems.empty()) << "scaffolding in the docs' regions:\n" << join(problems);
+}
+
+TEST(DocsMarkers, EveryIncludedMarkerOfTheDocsOccursExactlyOnce) {
+  const auto uses = docs_marker_uses();
   // Chapter 0's page includes its two loops; finding none would mean the parser broke.
-  ASSERT_GE(uses.size(), 4u) << "found too few literalinclude markers in " << docs;
+  ASSERT_GE(uses.size(), 4u) << "found too few literalinclude markers";
   auto problems = marker_problems(uses);
   EXPECT_TRUE(problems.empty()) << "docs markers:\n" << join(problems);
 }
