@@ -46,9 +46,9 @@ int main(int argc, char** argv) {
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
-      for (auto& tower : towers) step.probe(*tower);  // --probe: at the front of each stream
       // docs-begin: enqueue-towers
       for (auto& tower : towers) {
+        step.probe(*tower);  // --probe: between the enqueues, where chapter 2's timed out
         tower_loss(*tower, training.images(), training.labels());  // returns at once
         tower->stream->record(*tower->done);
       }

@@ -77,15 +77,16 @@ int main(int argc, char** argv) {
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
       dequeue_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                               dequeue_start).count();
-      for (auto& tower : towers) step.probe(*tower);  // --probe: at the front of each stream
       // docs-begin: iterator-towers
       for (int i = 0; i < num_gpus; ++i) {
         Tower& tower = *towers[i];
         if (from_queue) {  // chapter 3's input: copy slice i of the dequeued global batch
+          step.probe(tower);
           tower_loss(tower, vars.params[i], training.images(), training.labels());
           continue;
         }
         const data::Batch batch = (*inputs)[i].next();  // made ahead: blocks only if behind
+        step.probe(tower);
         tower.stream->wait(*batch.ready);               // tower i waits for its own batch only
         tower_loss(tower, vars.params[i], batch);       // returns at once
         (*inputs)[i].release(batch, *tower.stream);     // refilled after this step has read it

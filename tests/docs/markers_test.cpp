@@ -169,6 +169,12 @@ const std::vector<Scaffolding> kScaffolding = {
 const std::map<std::pair<std::string, std::string>, std::string> kProvingProbes = {
     {{"serial-towers", "step.probe(tower);"},
      "chapter 2's proof: tower i+1's probe cannot be enqueued before tower i has finished"},
+    {{"enqueue-towers", "step.probe(*tower);"},
+     "chapter 3's probe sits where chapter 2's timed out: it meets only if the loop does not "
+     "wait, so the two chapters' rendezvous compare the same place"},
+    {{"iterator-towers", "step.probe(tower);"},
+     "chapter 4's probe is enqueued after the iterator's next(), as chapter 3's after each "
+     "enqueue: up front it would meet even if next() or the loop waited"},
     {{"capture-step", "training.probe_round_in_capture(meet);"},
      "chapter 7's probes are nodes of the captured step: they live in the captured lambda"},
     {{"capture-step", "training.probe_in_capture(*tower);"}, "as probe_round_in_capture"},
