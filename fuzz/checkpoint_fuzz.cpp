@@ -25,7 +25,9 @@ void parse(const std::string& bytes) {
     const TrainingState state = parse_checkpoint(bytes, "fuzz-input");
     // What the loader promises of every state it returns.
     if (state.global_step < 0 || state.params.size() != kNumParameters ||
-        state.moving_averages.size() != kNumParameters) {
+        state.moving_averages.size() != kNumParameters ||
+        state.optimizer_state.size() !=
+            static_cast<std::size_t>(optimizer_own_floats(state.optimizer)) * kNumParameters) {
       std::abort();
     }
     for (float v : state.params) {

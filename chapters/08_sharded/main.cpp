@@ -15,8 +15,9 @@
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
 // Chapter 1's checkpoints and --eval, as in chapter 4: a checkpoint holds the moving
 // averages (and with ZeRO-3 the parameters) whole, the towers' shards put together, and
-// --resume hands each its shards back. --optimizer momentum|adam keep state no checkpoint
-// holds, so they are refused with checkpoints.
+// --resume hands each its shards back. With --optimizer momentum|adam it holds their state
+// too (the velocity; the two moments), put together the same way, and --resume refuses a
+// checkpoint of another optimizer.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -108,17 +109,8 @@ int main(int argc, char** argv) {
                        std::to_string(zero) + " no layer is gathered. Use it with --zero 3.");
     }
     const Optimizer optimizer = parse_optimizer(optimizer_flag);
-    // A checkpoint holds the parameters and the moving averages, not momentum's velocity or
-    // Adam's moments: a resumed run would restart them from zero and not continue the run.
-    if (optimizer != Optimizer::kSgd &&
-        (!flags.checkpoints.dir.empty() || flags.checkpoints.resume ||
-         flags.checkpoints.resume_if_present)) {
-      throw UsageError("--optimizer " + optimizer_flag + " keeps state that checkpoints do not "
-                       "hold (" + (optimizer == Optimizer::kAdam ? "Adam's two moments"
-                                                                   : "momentum's velocity") +
-                       "), so a resumed run would not continue this one. Use --optimizer sgd "
-                       "with --checkpoint-dir and --resume, or train without checkpoints.");
-    }
+    // Checkpoints hold this optimizer's state; --resume refuses one of another optimizer.
+    flags.checkpoints.optimizer = optimizer;
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
@@ -168,6 +160,9 @@ int main(int argc, char** argv) {
         grad_shard.push_back(owned.back().as<float>());
       }
       optimizers.emplace_back(optimizer, *tower.device, *tower.stream, held[i].size);
+      if (const float* resumed = training.initial_optimizer_state()) {  // else zeroes
+        optimizers[i].restore(*tower.stream, resumed, kAll, held[i].offset);
+      }
       streams.push_back(tower.stream.get());
       // From --seed, or the resumed checkpoint's: this tower's range of them (all of the
       // parameters below --zero 3).
@@ -191,6 +186,9 @@ int main(int argc, char** argv) {
     training.read_params_with(
         [&](float* out) { read_shards(out, kAll, params, params_held, streams); },
         [&](float* out) { read_shards(out, kAll, averages, held, streams); });
+    // And the velocity or moments, for checkpoints: sharded like the averages.
+    training.read_optimizer_state_with(
+        [&](float* out) { read_optimizer_shards(out, kAll, optimizers, held, streams); });
     ParameterCheck check(towers, kAll, check_flags, flags.steps);
     PipelineTrace pipeline;
     // ZeRO-3: how much of the layer gathers' time the same device spent computing too

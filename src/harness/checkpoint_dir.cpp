@@ -76,7 +76,8 @@ CheckpointDir::CheckpointDir(const CheckpointFlags& flags) : dir_(flags.dir), ev
   find_or_clear(flags);
   // Last, after --overwrite freed what it deleted: room for one more save, now rather
   // than at the first save, after the training it was meant to keep.
-  require_free_space(dir_, model::checkpoint_file_size(), "one checkpoint", "--checkpoint-dir");
+  require_free_space(dir_, model::checkpoint_file_size(flags.optimizer), "one checkpoint",
+                     "--checkpoint-dir");
 }
 
 void CheckpointDir::find_or_clear(const CheckpointFlags& flags) {
@@ -101,6 +102,7 @@ void CheckpointDir::find_or_clear(const CheckpointFlags& flags) {
                        ", not the step in its name (renamed by hand?). Rename it to " +
                        model::checkpoint_name(resumed_->global_step) + " or remove it.");
     }
+    require_same_optimizer(flags.optimizer);
     return;
   }
   const std::vector<fs::path> existing = checkpoint_files(dir_);
@@ -119,6 +121,27 @@ void CheckpointDir::find_or_clear(const CheckpointFlags& flags) {
     }
     std::printf("--overwrite: deleted %s\n", file.string().c_str());
   }
+}
+
+void CheckpointDir::require_same_optimizer(model::Optimizer optimizer) const {
+  // Momentum's velocity is no Adam moment, and SGD has neither: continuing a checkpoint
+  // with another rule would start that rule's state from zero, or drop the one saved,
+  // and the run would silently stop being the one that was interrupted.
+  const model::Optimizer saved = resumed_->optimizer;
+  if (saved == optimizer) return;
+  const auto state_of = [](model::Optimizer o) {
+    return std::string(o == model::Optimizer::kAdam ? "Adam's two moments" : "momentum's velocity");
+  };
+  const std::string saved_name = model::optimizer_name(saved);
+  const std::string why = model::optimizer_own_floats(optimizer) > 0
+                              ? "it holds no " + state_of(optimizer)
+                              : "its " + state_of(saved) + " would be dropped";
+  throw UsageError("--resume: " + resumed_from_.string() + " was written with --optimizer " +
+                   saved_name + " and this run trains with " + model::optimizer_name(optimizer) +
+                   ": " + why + ", so the run would not continue the one that wrote it. "
+                   "Resume with --optimizer " + saved_name +
+                   (saved == model::Optimizer::kSgd ? "" : " (08_sharded)") +
+                   ", or start afresh in another --checkpoint-dir.");
 }
 
 CheckpointDir::~CheckpointDir() = default;

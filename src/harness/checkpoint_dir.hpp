@@ -9,7 +9,8 @@
 //   - removes temporary files of saves whose process died (model.ckpt-N.tmp-PID);
 //   - with --resume: finds the newest checkpoint, the one with the highest step, and
 //     refuses when there is none (missing, empty or mistyped folder) unless
-//     --resume-if-present was given, which then starts from scratch;
+//     --resume-if-present was given, which then starts from scratch; refuses one written
+//     with another optimizer than this run's (its state would be another rule's, or none);
 //   - without --resume: refuses a folder that already holds checkpoints, because a fresh
 //     run would overwrite same-step files and leave older ones that --resume would mix
 //     up with the new run; --overwrite deletes them (saying so) and starts afresh.
@@ -42,6 +43,9 @@ struct CheckpointFlags {
   bool overwrite = false;          ///< --overwrite: a fresh run deletes existing checkpoints
   std::int64_t every = 1000;       ///< --checkpoint-every: save when global_step % every == 0
   bool every_given = false;        ///< --checkpoint-every was on the command line
+  /// This run's update rule: chapter 8's --optimizer, SGD in every other program. The
+  /// checkpoints hold its state, and --resume refuses a checkpoint of another rule.
+  model::Optimizer optimizer = model::Optimizer::kSgd;
 };
 
 /// Adds --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present and --overwrite.
@@ -74,6 +78,8 @@ class CheckpointDir {
   /// With --resume: loads the newest checkpoint (or none, --resume-if-present); without:
   /// refuses a folder holding checkpoints, or with --overwrite deletes them.
   void find_or_clear(const CheckpointFlags& flags);
+  /// Refuses (UsageError, before the run) a resumed checkpoint of another optimizer.
+  void require_same_optimizer(model::Optimizer optimizer) const;
 
   std::filesystem::path dir_;
   std::unique_ptr<FolderLock> lock_;  // held from the folder's checks to the end of the run

@@ -49,4 +49,16 @@ void read_shards(float* host, std::size_t count, std::span<float* const> shards,
   }
 }
 
+void read_optimizer_shards(float* host, std::size_t count, std::span<model::OptimizerState> states,
+                           std::span<const Chunk> held, std::span<Stream* const> streams) {
+  if (states.empty()) throw std::invalid_argument("read_optimizer_shards: no towers");
+  // One array at a time, so each lands whole at its own offset: the file's layout
+  // (all the first moments, then all the second) whatever the sharding was.
+  for (int p = 0; p < states[0].parts(); ++p) {
+    std::vector<float*> shards;
+    for (model::OptimizerState& state : states) shards.push_back(state.part(p));
+    read_shards(host + static_cast<std::size_t>(p) * count, count, shards, held, streams);
+  }
+}
+
 }  // namespace towers

@@ -90,6 +90,12 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
 
 TowerTraining::~TowerTraining() = default;
 
+const float* TowerTraining::initial_optimizer_state() const {
+  const auto& resumed = checkpoints_.resumed();
+  if (!resumed || resumed->optimizer_state.empty()) return nullptr;
+  return resumed->optimizer_state.data();
+}
+
 StepScope TowerTraining::step(int step) {
   if (step_open_) throw std::logic_error("TowerTraining::step: the previous step is still open");
   step_ = step;
@@ -205,6 +211,18 @@ void TowerTraining::save_checkpoint_if_due(int step) {
                              .input = queue_ ? queue_->position() : read_input_()};
   read_params_(state.params.data());
   read_averages_(state.moving_averages.data());
+  // Momentum's velocity or Adam's moments: without them a resumed run restarts them at
+  // zero and no longer continues this one.
+  state.optimizer = flags_.checkpoints.optimizer;
+  if (const int parts = model::optimizer_own_floats(state.optimizer); parts > 0) {
+    if (!read_optimizer_state_) {
+      throw std::logic_error("--checkpoint-dir with --optimizer " +
+                             std::string(model::optimizer_name(state.optimizer)) +
+                             " needs read_optimizer_state_with()");
+    }
+    state.optimizer_state.resize(static_cast<std::size_t>(parts) * model::kNumParameters);
+    read_optimizer_state_(state.optimizer_state.data());
+  }
   check_parameters(state.params.data(), global_step - 1);  // a NaN weight can hide behind a ReLU
   std::printf("saved %s\n", checkpoints_.save(state).string().c_str());
 }

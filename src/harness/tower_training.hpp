@@ -15,7 +15,8 @@
 // summary, and a failure of one output never drops the ones after it.
 // With chapter 1's checkpoint and eval flags (add_checkpoint_flags, chapter 2), it also
 // settles --checkpoint-dir and loads the --eval test set before anything else, resumes
-// (parameters, moving averages, the input's position, the global step), saves a
+// (parameters, moving averages, the input's position, the global step, and chapter 8's
+// optimizer state, refusing a checkpoint of another optimizer), saves a
 // checkpoint at the cadence and the last step from StepScope::end(), and evaluates the
 // moving averages in finish(): what chapter 1 does, in chapter 1's words. The input is
 // the global batch (chapters 2, 3, 7) or the towers' own iterators (chapters 4, 6: made
@@ -151,6 +152,10 @@ class TowerTraining {
   float* initial_params() { return initial_params_.as<float>(); }
   /// The initial moving averages (host): the initial parameters, or the resumed checkpoint's.
   const float* initial_averages() const { return initial_averages_.data(); }
+  /// The resumed checkpoint's optimizer state (host, TrainingState::optimizer_state: the
+  /// optimizer of flags.checkpoints, checked when the checkpoint was loaded), or null when
+  /// there is none to continue: a fresh start, or SGD, which keeps no state.
+  const float* initial_optimizer_state() const;
 
   /// Says how to copy the current parameters (kNumParameters floats) to a host buffer:
   /// used to check them for divergence and to write --save-params and checkpoints; and
@@ -160,6 +165,12 @@ class TowerTraining {
                         std::function<void(float* host)> read_averages = {}) {
     read_params_ = std::move(read);
     read_averages_ = std::move(read_averages);
+  }
+  /// With checkpoints and an optimizer that keeps state (flags.checkpoints.optimizer:
+  /// chapter 8's momentum or Adam): how to copy that state, whole, to a host buffer of
+  /// TrainingState::optimizer_state's size, for each checkpoint. Call once, before the loop.
+  void read_optimizer_state_with(std::function<void(float* host)> read) {
+    read_optimizer_state_ = std::move(read);
   }
 
   /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
@@ -242,6 +253,7 @@ class TowerTraining {
   std::unique_ptr<GracefulStop> stop_;
   std::function<void(float*)> read_params_;
   std::function<void(float*)> read_averages_;
+  std::function<void(float*)> read_optimizer_state_;  // read_optimizer_state_with()
   std::function<data::InputPosition()> read_input_;  // kOwnIterators: read_input_with()
   std::int64_t first_input_step_ = 0;                 // kOwnIterators: first_input_step()
   std::vector<float> initial_averages_;

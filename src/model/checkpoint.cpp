@@ -3,15 +3,21 @@
 //
 // Layout (all integers little-endian):
 //   "TOWERSCK"                     8 bytes magic
-//   u32 version                    kCheckpointFormatVersion (2; 1 is still read)
+//   u32 version                    2 (kCheckpointFormatVersion) without optimizer state,
+//                                  3 (kOptimizerFormatVersion) with it; 1 is still read
 //   i64 global_step
 //   u64 parameter count            kNumParameters
 //   u32 variables, then per variable: u32 name length, name bytes, u32 rank, rank x u32 dims
-//   version 2 only: u32 has_input (0 or 1), then when 1 the InputPosition as five u64:
+//   version 2 and 3: u32 has_input (0 or 1), then when 1 the InputPosition as five u64:
 //     seed, examples, global_batch, epoch, position
+//   version 3 only: u32 optimizer (1 momentum, 2 adam: model/optimizer_kind.hpp)
 //   params            [count] float32
 //   moving averages   [count] float32
+//   version 3 only: optimizer state [k * count] float32, k = optimizer_own_floats:
+//     momentum's velocity; Adam's first moments, then its second moments
 //   u64 FNV-1a 64 of every byte above
+// The optimizer's state sits behind the checksum like everything else, so a file cut
+// short or damaged there is refused as any other would be.
 #include "model/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -152,10 +158,27 @@ std::string shape_text(const std::vector<int>& shape) {
   return text + "]";
 }
 
-// Everything of a checkpoint file before its floats: magic, version, step, layout, input.
+// SGD's states keep version 2, so its files stay the bytes they always were (and older
+// programs still read them); only a state with optimizer state needs version 3.
+std::uint32_t version_of(Optimizer optimizer) {
+  return optimizer_own_floats(optimizer) == 0 ? kCheckpointFormatVersion : kOptimizerFormatVersion;
+}
+
+// The optimizer record of a version 3 file: momentum or Adam, nothing else.
+Optimizer read_optimizer(Reader& r) {
+  const std::uint64_t code = r.get(4);
+  for (Optimizer o : {Optimizer::kMomentum, Optimizer::kAdam}) {
+    if (code == static_cast<std::uint64_t>(o)) return o;
+  }
+  r.fail("optimizer record " + std::to_string(code) + " is neither momentum (1) nor adam (2)");
+}
+
+// Everything of a checkpoint file before its floats: magic, version, step, layout, input,
+// and from version 3 the optimizer.
 std::string checkpoint_header(const TrainingState& state) {
+  const std::uint32_t version = version_of(state.optimizer);
   std::string bytes(kMagic, sizeof kMagic);
-  put(bytes, kCheckpointFormatVersion, 4);
+  put(bytes, version, 4);
   put(bytes, static_cast<std::uint64_t>(state.global_step), 8);
   put(bytes, kNumParameters, 8);
   put(bytes, parameter_layout().size(), 4);
@@ -171,6 +194,7 @@ std::string checkpoint_header(const TrainingState& state) {
       put(bytes, v, 8);
     }
   }
+  if (version >= kOptimizerFormatVersion) put(bytes, static_cast<std::uint32_t>(state.optimizer), 4);
   return bytes;
 }
 
@@ -191,10 +215,20 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
     throw UsageError("cannot save checkpoint " + file.string() + ": global_step " +
                      std::to_string(state.global_step) + " is negative");
   }
-  for (const std::vector<float>* values : {&state.params, &state.moving_averages}) {
+  const std::size_t state_floats =
+      static_cast<std::size_t>(optimizer_own_floats(state.optimizer)) * kNumParameters;
+  if (state.optimizer_state.size() != state_floats) {
+    throw UsageError("cannot save checkpoint " + file.string() + ": --optimizer " +
+                     optimizer_name(state.optimizer) + " keeps " + std::to_string(state_floats) +
+                     " floats of state, got " + std::to_string(state.optimizer_state.size()));
+  }
+  for (const std::vector<float>* values :
+       {&state.params, &state.moving_averages, &state.optimizer_state}) {
     if (const auto bad = first_non_finite(*values)) {
       throw UsageError("cannot save checkpoint " + file.string() + ": " +
-                       (values == &state.params ? "parameter " : "moving average ") +
+                       (values == &state.params            ? "parameter "
+                        : values == &state.moving_averages ? "moving average "
+                                                           : "optimizer state value ") +
                        std::to_string(*bad) + " is " + std::to_string((*values)[*bad]) +
                        "; a diverged model is never saved");
     }
@@ -202,16 +236,19 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
   std::string bytes = checkpoint_header(state);
   put_floats(bytes, state.params);
   put_floats(bytes, state.moving_averages);
+  put_floats(bytes, state.optimizer_state);
   put(bytes, checkpoint_checksum(bytes), 8);
 
   write_file_atomically(file, bytes);
   return file;
 }
 
-std::uintmax_t checkpoint_file_size() {
+std::uintmax_t checkpoint_file_size(Optimizer optimizer) {
   TrainingState with_input;
   with_input.input = data::InputPosition{};
-  return checkpoint_header(with_input).size() + 2 * sizeof(float) * kNumParameters +
+  with_input.optimizer = optimizer;
+  const std::size_t floats = static_cast<std::size_t>(2 + optimizer_own_floats(optimizer)) * kNumParameters;
+  return checkpoint_header(with_input).size() + sizeof(float) * floats +
          sizeof(std::uint64_t) /* checksum */;
 }
 
@@ -283,9 +320,9 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
     r.fail("not a towers checkpoint (wrong magic)");
   }
   const auto version = static_cast<std::uint32_t>(r.get(4));
-  if (version != kCheckpointFormatVersion && version != kFirstFormatVersion) {
+  if (version < kFirstFormatVersion || version > kOptimizerFormatVersion) {
     r.fail("format version " + std::to_string(version) + ", this program reads versions " +
-           std::to_string(kFirstFormatVersion) + " to " + std::to_string(kCheckpointFormatVersion));
+           std::to_string(kFirstFormatVersion) + " to " + std::to_string(kOptimizerFormatVersion));
   }
   // Check the sum before trusting any size in the header.
   if (bytes.size() < sizeof kMagic + 4 + 8) r.fail("file is truncated");
@@ -320,9 +357,15 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
     }
   }
   if (version >= 2) state.input = read_input_position(r);
+  if (version >= kOptimizerFormatVersion) state.optimizer = read_optimizer(r);
   state.params = r.get_floats(kNumParameters);
   state.moving_averages = r.get_floats(kNumParameters);
-  if (r.remaining() != 8) r.fail("unexpected bytes after the moving averages");
+  state.optimizer_state =
+      r.get_floats(static_cast<std::size_t>(optimizer_own_floats(state.optimizer)) * kNumParameters);
+  if (r.remaining() != 8) {
+    r.fail(std::string("unexpected bytes after the ") +
+           (state.optimizer_state.empty() ? "moving averages" : "optimizer state"));
+  }
   if (state.global_step < 0) r.fail("global_step " + std::to_string(state.global_step) + " is negative");
   if (const auto bad = first_non_finite(state.params)) {
     r.fail("parameter " + std::to_string(*bad) + " is not finite (" +
@@ -331,6 +374,11 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
   if (const auto bad = first_non_finite(state.moving_averages)) {
     r.fail("moving average " + std::to_string(*bad) + " is not finite (" +
            std::to_string(state.moving_averages[*bad]) + "): the model had diverged");
+  }
+  if (const auto bad = first_non_finite(state.optimizer_state)) {
+    r.fail(std::string(optimizer_name(state.optimizer)) + " state value " + std::to_string(*bad) +
+           " is not finite (" + std::to_string(state.optimizer_state[*bad]) +
+           "): the model had diverged");
   }
   return state;
 }

@@ -3,8 +3,12 @@
 //
 // File layout: a versioned header (magic "TOWERSCK", format version, global_step,
 // parameter count and the shape of every variable; from version 2 also the input's
-// position), then the parameters and the moving averages as little-endian float32, then
-// a checksum of everything before it. Version 1 files (no input position) still load. Saving
+// position; version 3 also the optimizer), then the parameters and the moving averages as
+// little-endian float32 (version 3: then the optimizer's own state, chapter 8's momentum
+// velocity or Adam's two moments), then a checksum of everything before it. A state
+// without optimizer state (the tutorial's SGD) is written as version 2, byte for byte
+// what it was before version 3 existed; versions 1 (no input position) and 2 still load,
+// as SGD's. Saving
 // writes a temporary file in the same folder, fsyncs it, renames it over
 // `model.ckpt-<step>` and fsyncs the folder, so a crash never leaves a half-written
 // checkpoint and no other file is touched. A state with a negative step or a non-finite
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "data/input_position.hpp"
+#include "model/optimizer_kind.hpp"
 
 namespace towers::model {
 
@@ -36,17 +41,27 @@ struct TrainingState {
   /// with the very next batch. Absent in version 1 files and in --save-params files of
   /// programs whose input has no single position (per-tower iterators).
   std::optional<data::InputPosition> input;
+  /// The update rule that wrote it (chapter 8's --optimizer): a run resumes only with the
+  /// same one, or it would continue with state of another rule or none.
+  Optimizer optimizer = Optimizer::kSgd;
+  /// The optimizer's own state, whole: [optimizer_own_floats(optimizer) * kNumParameters],
+  /// momentum's velocity, or Adam's first moments then its second moments. Empty for SGD.
+  std::vector<float> optimizer_state = {};
 };
 
-/// The format version save_checkpoint() writes; load_checkpoint() reads it and version 1.
+/// The format version save_checkpoint() writes for a state without optimizer state (SGD);
+/// load_checkpoint() reads it, version 1 and kOptimizerFormatVersion.
 inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
+/// The format version of a state with optimizer state (--optimizer momentum or adam).
+inline constexpr std::uint32_t kOptimizerFormatVersion = 3;
 
 /// Writes `state` to dir/model.ckpt-STEP, STEP being its global_step, atomically, and
 /// returns the path.
 /// Throws WriteError, naming the file and the reason, when `dir` is missing or not
 /// writable (a full disk: exit status 1), and UsageError when the state does not hold
 /// kNumParameters finite values twice; an existing file of that name, and every other
-/// checkpoint, is then left as it was.
+/// checkpoint, is then left as it was. UsageError too when optimizer_state does not hold
+/// the optimizer's floats, or holds a non-finite one.
 std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const TrainingState& state);
 
 /// Writes `state` to exactly `file` (a temporary "<file>.tmp-PID" in its folder, fsync,
@@ -55,10 +70,10 @@ std::filesystem::path save_checkpoint(const std::filesystem::path& dir, const Tr
 std::filesystem::path save_checkpoint_file(const std::filesystem::path& file,
                                            const TrainingState& state);
 
-/// The size in bytes of the file save_checkpoint() writes (with an input position): the
-/// free space a checkpoint folder needs for one more save (its temporary file, which the
-/// rename then turns into the checkpoint).
-std::uintmax_t checkpoint_file_size();
+/// The size in bytes of the file save_checkpoint() writes (with an input position) for
+/// `optimizer`: the free space a checkpoint folder needs for one more save (its temporary
+/// file, which the rename then turns into the checkpoint).
+std::uintmax_t checkpoint_file_size(Optimizer optimizer = Optimizer::kSgd);
 
 /// Writes `bytes` to `file` atomically and durably, as save_checkpoint_file() does;
 /// throws WriteError naming the file, the failed step and the system's reason. A `file`
@@ -69,7 +84,8 @@ void write_file_atomically(const std::filesystem::path& file, const std::string&
 /// "model.ckpt-STEP", the name save_checkpoint() gives the state of `global_step`.
 std::string checkpoint_name(std::int64_t global_step);
 
-/// Reads and validates a checkpoint file; throws UsageError naming the file and problem.
+/// Reads and validates a checkpoint file; throws UsageError naming the file and problem
+/// (an optimizer state cut short or damaged fails the checksum or the length check).
 TrainingState load_checkpoint(const std::filesystem::path& file);
 
 /// The checks and decoding of load_checkpoint() on bytes already in memory; `name` is the

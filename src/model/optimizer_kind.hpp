@@ -14,11 +14,12 @@
 
 namespace towers::model {
 
-/// The update rule: the tutorial's SGD, heavy-ball momentum, or Adam.
+/// The update rule: the tutorial's SGD, heavy-ball momentum, or Adam. The numbers are
+/// written in checkpoints (model/checkpoint.hpp), so they never change.
 enum class Optimizer {
-  kSgd,       ///< w -= lr * g, the tutorial's; no state of its own
-  kMomentum,  ///< heavy-ball momentum: one velocity per parameter
-  kAdam,      ///< Adam: the gradient's first and second moments per parameter
+  kSgd = 0,       ///< w -= lr * g, the tutorial's; no state of its own
+  kMomentum = 1,  ///< heavy-ball momentum: one velocity per parameter
+  kAdam = 2,      ///< Adam: the gradient's first and second moments per parameter
 };
 
 /// Floats of the optimizer's own state per parameter: 0 (SGD), 1 (momentum's velocity),

@@ -36,6 +36,14 @@ OptimizerState::OptimizerState(Optimizer optimizer, Device& device, Stream& stre
   ops::fill(stream, static_cast<int>(floats), 0.0f, state_.as<float>());
 }
 
+void OptimizerState::restore(Stream& stream, const float* whole, std::size_t whole_count,
+                             std::size_t offset) {
+  for (int p = 0; p < parts(); ++p) {
+    stream.copy(part(p), whole + static_cast<std::size_t>(p) * whole_count + offset,
+                count_ * sizeof(float), "restore optimizer state");
+  }
+}
+
 void OptimizerState::apply(Stream& stream, std::int64_t global_step, float learning_rate,
                            const float* grads, float* params) {
   const int n = static_cast<int>(count_);

@@ -43,6 +43,19 @@ class OptimizerState {
   /// Which rule this is.
   Optimizer optimizer() const { return optimizer_; }
 
+  /// The state's arrays, each `count` floats on the device: none (SGD), the velocity
+  /// (momentum), the first then the second moments (Adam). A checkpoint saves each one
+  /// whole, the towers' ranges put together (harness/shard_reader.hpp).
+  int parts() const { return optimizer_own_floats(optimizer_); }
+  /// Array `part` (0 <= part < parts()).
+  float* part(int part) { return state_.as<float>() + static_cast<std::size_t>(part) * count_; }
+
+  /// Enqueues on `stream` the copy of a checkpoint's state into this tower's range:
+  /// `whole` holds parts() arrays of `whole_count` floats each (TrainingState::optimizer_state),
+  /// and this tower's `count` floats of each start at `offset`. After the constructor's
+  /// zeroes, on the same stream, so the resumed values are the ones the first step reads.
+  void restore(Stream& stream, const float* whole, std::size_t whole_count, std::size_t offset);
+
  private:
   Optimizer optimizer_;
   std::size_t count_;

@@ -4,11 +4,14 @@
 // category equal ZeRO's closed form (with the transient terms stages 2 and 3 hold), up to
 // one element of a shard; the bytes on the wire are the all-reduce's for stages 1-2 and
 // half as much again, less conv1's second gather, for stage 3; activations do not shrink
-// with N.
+// with N. Checkpoints hold every tower's state put together, momentum's and Adam's too: a
+// run killed and resumed ends as one never stopped, at every stage.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -381,26 +384,111 @@ TEST(ShardedOptimizers, PeakOptimizerStateEqualsTheFormulaForEachOptimizerAndSta
   }
 }
 
-// Checkpoints hold the parameters and the moving averages, not a velocity or moments: a
-// resumed momentum or Adam run would restart those from zero, so the flags are refused
-// together, before anything is trained or written.
-TEST(ShardedOptimizers, StatefulOptimizersWithCheckpointsAreRefusedBeforeTraining) {
+// Momentum's velocity and Adam's moments are in the checkpoint, put together from the
+// towers' shards as the moving averages are (whole on every tower at stage 0; a shard each
+// at stage 1; beside the parameter shard at stage 3), and --resume hands each tower its
+// ranges back. A run saving every step, SIGKILLed once it has logged step 3 (no handler
+// runs; a save may be cut off mid-write), then resumed, ends with the --save-params bytes
+// and the final checkpoint of a run never stopped. Had the state restarted from zero, the
+// parameters would differ from the first resumed step on. Three towers: the shards differ
+// in size. The tiny set's epoch is 2 steps of 3 x 4, so the kill lands mid-run, epochs behind.
+class OptimizerKillAndResume
+    : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+INSTANTIATE_TEST_SUITE_P(
+    OptimizersAndStages, OptimizerKillAndResume,
+    ::testing::Combine(::testing::Values("momentum", "adam"), ::testing::Values(0, 1, 3)),
+    [](const auto& info) {
+      return std::get<0>(info.param) + "_zero" + std::to_string(std::get<1>(info.param));
+    });
+
+TEST_P(OptimizerKillAndResume, EndsByteForByteAsARunNeverStopped) {
+  namespace fs = std::filesystem;
+  constexpr int kSteps = 7;
+  const auto& [optimizer, stage] = GetParam();
   data::testing::TempDir dir;
-  const std::string folder = (dir.path() / "ckpt").string();
-  for (const char* optimizer : {"momentum", "adam"}) {
-    for (const std::string& flag : {"--checkpoint-dir " + folder,
-                                    "--resume --checkpoint-dir " + folder}) {
-      auto r = run("08_sharded", kOneStep + "--devices 2 --optimizer " + optimizer + " " + flag);
-      EXPECT_EQ(r.exit_code, 2) << optimizer << " " << flag << ": " << r.output;
-      EXPECT_NE(r.output.find("checkpoints do not hold"), std::string::npos) << r.output;
-      EXPECT_NE(r.output.find("--optimizer sgd"), std::string::npos) << "says what to do";
-      EXPECT_EQ(r.output.find("step 0"), std::string::npos) << "refused before the first step";
-    }
+  std::string flags = testing::tiny_set(dir.path());
+  flags.replace(flags.find("--devices 2"), 11, "--devices 3");
+  flags += "--optimizer " + optimizer + " --zero " + std::to_string(stage) + " ";
+  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
+  auto a = run("08_sharded", flags + "--steps " + std::to_string(kSteps) + " --checkpoint-dir " +
+                                 straight.string() + " --save-params " + (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/08_sharded"};
+  const std::string killed_flags = flags + "--steps " + std::to_string(kSteps) +
+                                   " --checkpoint-every 1 --checkpoint-dir " + killed.string();
+  for (std::size_t start = 0; start < killed_flags.size();) {
+    const std::size_t end = std::min(killed_flags.find(' ', start), killed_flags.size());
+    if (end > start) argv.push_back(killed_flags.substr(start, end - start));
+    start = end + 1;
   }
-  EXPECT_FALSE(std::filesystem::exists(dir.path() / "ckpt" / model::checkpoint_name(1)));
-  // SGD's checkpoints stay allowed: the refusal is the optimizer's, not the flag's.
-  auto sgd = run("08_sharded", kOneStep + "--devices 2 --optimizer sgd --checkpoint-dir " + folder);
-  EXPECT_EQ(sgd.exit_code, 0) << sgd.output;
+  auto b1 = testing::run_and_watch(argv, "step 3,", [](pid_t pid) { ::kill(pid, SIGKILL); });
+  ASSERT_EQ(b1.exit_code, -1) << "not killed:\n" << b1.output;
+  const auto latest = model::latest_checkpoint(killed);
+  ASSERT_TRUE(latest.has_value()) << b1.output;
+  const model::TrainingState saved = model::load_checkpoint(*latest);
+  ASSERT_GE(saved.global_step, 3) << b1.output;
+  ASSERT_LT(saved.global_step, kSteps) << b1.output;
+  EXPECT_EQ(model::optimizer_name(saved.optimizer), optimizer);
+  EXPECT_EQ(saved.optimizer_state.size(), (optimizer == "adam" ? 2 : 1) * model::kNumParameters);
+
+  auto b2 = run("08_sharded", flags + "--steps " + std::to_string(kSteps - saved.global_step) +
+                                  " --resume --checkpoint-dir " + killed.string() +
+                                  " --save-params " + (dir.path() / "b.params").string());
+  ASSERT_EQ(b2.exit_code, 0) << b2.output;
+  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
+  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
+  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
+  EXPECT_EQ(a.last("averages_hash"), b2.last("averages_hash"));
+  const std::string params = testing::bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(params.empty()) << a.output;
+  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
+  EXPECT_TRUE(params == testing::bytes_of(dir.path() / "b.params"))
+      << "--save-params differ after kill -9 and --resume";
+  const std::string name = model::checkpoint_name(kSteps);
+  const std::string expected = testing::bytes_of(straight / name);
+  ASSERT_FALSE(expected.empty()) << a.output;
+  EXPECT_TRUE(expected == testing::bytes_of(killed / name))
+      << name << " (parameters, averages and " << optimizer << "'s state) differs";
+}
+
+// A checkpoint continues only under the rule that wrote it: momentum's velocity is no Adam
+// moment, SGD's checkpoint holds neither, and SGD (chapter 4, or --optimizer sgd) would drop
+// a velocity. Each mismatch is refused before the first step, naming both optimizers and
+// saying what to do, and the folder keeps its checkpoint untouched.
+TEST(ShardedOptimizers, AResumeWithAnotherOptimizerIsRefusedBeforeTraining) {
+  data::testing::TempDir dir;
+  const std::string flags = testing::tiny_set(dir.path()) + "--steps 1 ";
+  const std::string momentum = (dir.path() / "momentum").string(), sgd = (dir.path() / "sgd").string();
+  auto m = run("08_sharded", flags + "--optimizer momentum --checkpoint-dir " + momentum);
+  ASSERT_EQ(m.exit_code, 0) << m.output;
+  auto s = run("08_sharded", flags + "--optimizer sgd --checkpoint-dir " + sgd);
+  ASSERT_EQ(s.exit_code, 0) << s.output;
+  const auto saved = dir.path() / "momentum" / model::checkpoint_name(1);
+  const std::string before = testing::bytes_of(saved);
+  ASSERT_FALSE(before.empty()) << m.output;
+
+  struct Case { std::string program, args, saved, runs; };
+  const std::vector<Case> cases = {
+      {"08_sharded", "--optimizer adam --checkpoint-dir " + momentum, "momentum", "adam"},
+      {"08_sharded", "--optimizer sgd --zero 3 --checkpoint-dir " + momentum, "momentum", "sgd"},
+      {"04_nccl_iterator", "--checkpoint-dir " + momentum, "momentum", "sgd"},
+      {"08_sharded", "--optimizer adam --checkpoint-dir " + sgd, "sgd", "adam"}};
+  for (const Case& c : cases) {
+    auto r = run(c.program, flags + "--resume " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find("written with --optimizer " + c.saved + " and this run trains with " +
+                            c.runs), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("Resume with --optimizer " + c.saved), std::string::npos)
+        << "says what to do: " << r.output;
+    EXPECT_EQ(r.output.find("step 0,"), std::string::npos) << "refused before the first step";
+  }
+  EXPECT_TRUE(before == testing::bytes_of(saved)) << "a refused run changed the checkpoint";
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "momentum" / model::checkpoint_name(2)));
+  // The same rule resumes.
+  auto same = run("08_sharded", flags + "--resume --optimizer momentum --checkpoint-dir " + momentum);
+  EXPECT_EQ(same.exit_code, 0) << same.output;
+  EXPECT_EQ(same.last("global_step"), "2") << same.output;
 }
 
 TEST(ShardedOptimizers, UnknownOptimizersAreRefusedBeforeTraining) {

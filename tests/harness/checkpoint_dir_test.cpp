@@ -2,6 +2,7 @@
 // harness/checkpoint_dir: settled before the first step — a fresh run refuses a folder of
 // old checkpoints unless --overwrite, --resume finds the newest or refuses, and
 // --resume-if-present starts afresh. Flag combinations without a folder are refused.
+// --resume refuses a checkpoint written with another optimizer (chapter 8's --optimizer).
 #include "harness/checkpoint_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -120,6 +121,49 @@ TEST(CheckpointDir, DueEveryNStepsOfTheGlobalStepAndAtTheLast) {
   EXPECT_TRUE(dir.due(20, false));
   EXPECT_FALSE(dir.due(25, false));
   EXPECT_TRUE(dir.due(25, true));
+}
+
+// A checkpoint of momentum holds a velocity, one of SGD nothing: resuming either with another
+// rule would not continue the run that wrote it, so the folder refuses before any step,
+// naming both optimizers and what to do. The same rule resumes.
+TEST(CheckpointDir, ResumeRefusesACheckpointOfAnotherOptimizer) {
+  base::TempDir tmp("checkpoint_dir_test_optimizer");
+  const fs::path sgd = tmp.path() / "sgd", momentum = tmp.path() / "momentum";
+  testing::internal::CaptureStdout();
+  CheckpointDir(in(sgd)).save(state_at(2));
+  model::TrainingState with_velocity = state_at(2);
+  with_velocity.optimizer = model::Optimizer::kMomentum;
+  with_velocity.optimizer_state.assign(model::kNumParameters, 0.25f);
+  CheckpointFlags momentum_flags = in(momentum);
+  momentum_flags.optimizer = model::Optimizer::kMomentum;
+  CheckpointDir(momentum_flags).save(with_velocity);
+
+  const auto expect_refused = [](const fs::path& dir, model::Optimizer run,
+                                 const std::string& saved_name, const std::string& run_name) {
+    CheckpointFlags flags = in(dir);
+    flags.resume = true;
+    flags.optimizer = run;
+    try {
+      CheckpointDir refused(flags);
+      ADD_FAILURE() << run_name << " resumed a checkpoint of " << saved_name;
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("written with --optimizer " + saved_name + " and this run trains with " +
+                             run_name), std::string::npos) << message;
+      EXPECT_NE(message.find("Resume with --optimizer " + saved_name), std::string::npos) << message;
+    }
+  };
+  expect_refused(sgd, model::Optimizer::kMomentum, "sgd", "momentum");
+  expect_refused(momentum, model::Optimizer::kAdam, "momentum", "adam");
+  expect_refused(momentum, model::Optimizer::kSgd, "momentum", "sgd");  // chapters 1-7
+
+  CheckpointFlags same = in(momentum);
+  same.resume = true;
+  same.optimizer = model::Optimizer::kMomentum;
+  CheckpointDir resumed(same);
+  testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(resumed.resumed());
+  EXPECT_EQ(resumed.resumed()->optimizer_state, with_velocity.optimizer_state);
 }
 
 }  // namespace

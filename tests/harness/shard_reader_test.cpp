@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // harness/shard_reader: sharded state comes back to the host whole, each tower's range in
 // its place (chapter 8's checkpoints and --eval); unsharded state is read from tower 0
-// alone; ranges with a hole or an overlap are refused, never saved.
+// alone; ranges with a hole or an overlap are refused, never saved. The optimizer's state
+// (Adam's two moments) comes back whole too, one moment after the other.
 #include "harness/shard_reader.hpp"
 
 #include <gtest/gtest.h>
@@ -84,6 +85,40 @@ TEST(ReadShards, RefusesListsOfDifferentLengths) {
   const std::vector<Stream*> one_stream = {towers.streams[0]};
   EXPECT_THROW(read_shards(host.data(), Towers::kCount, towers.shards, held, one_stream),
                std::invalid_argument);
+}
+
+// Adam's moments over three towers of unequal shards: read back as two whole arrays, all
+// the first moments, then all the second, each value in its parameter's place.
+TEST(ReadOptimizerShards, PutsEachMomentWholeOneAfterTheOther) {
+  const std::vector<Chunk> held = {{4, 3}, {7, 3}, {0, 4}};
+  Towers towers(held);  // for its runtime and streams
+  std::vector<model::OptimizerState> states;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    Device& device = towers.runtime->device(static_cast<int>(i));
+    states.emplace_back(model::Optimizer::kAdam, device, *towers.streams[i], held[i].size);
+    // m = 0.5 + index, v = 100.5 + index: the same values every layout must put back.
+    std::vector<float> mv(2 * held[i].size);
+    for (std::size_t j = 0; j < held[i].size; ++j) {
+      mv[j] = 0.5f + float(held[i].offset + j);
+      mv[held[i].size + j] = 100.5f + float(held[i].offset + j);
+    }
+    towers.streams[i]->copy(states.back().part(0), mv.data(), mv.size() * sizeof(float));
+    towers.streams[i]->synchronize();
+  }
+  std::vector<float> host(2 * Towers::kCount, -1.0f);
+  read_optimizer_shards(host.data(), Towers::kCount, states, held, towers.streams);
+  std::vector<float> expected = expected_whole();
+  for (float m : expected_whole()) expected.push_back(m + 100.0f);
+  EXPECT_EQ(host, expected);
+
+  // And restore() hands each tower its range of both back (what --resume does).
+  std::vector<float> again(2 * Towers::kCount, -1.0f);
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    towers.streams[i]->fill_zero(states[i].part(0), 2 * held[i].size * sizeof(float));
+    states[i].restore(*towers.streams[i], host.data(), Towers::kCount, held[i].offset);
+  }
+  read_optimizer_shards(again.data(), Towers::kCount, states, held, towers.streams);
+  EXPECT_EQ(again, expected);
 }
 
 }  // namespace

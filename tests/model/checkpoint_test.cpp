@@ -6,6 +6,9 @@
 // failed rename leaves no temporary file; stale temporaries of dead saves are removed.
 // Exact resume: the input position round-trips, version 1 files still load, and a damaged
 // size field cannot make the loader allocate more than the file holds.
+// Optimizer state (version 3, chapter 8): momentum's velocity and Adam's moments round-trip,
+// SGD's files stay version 2 byte for byte, and a cut, damaged, non-finite or mislabelled
+// optimizer section is refused.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -352,6 +355,108 @@ TEST(Checkpoint, AnAbsurdRankIsRefusedWithoutAllocatingIt) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "1: loaded, 2: another message, 3: tried to allocate it";
+}
+
+// --- Optimizer state (format version 3) ---------------------------------------------------
+
+// make_state(step) with `optimizer`'s state: distinct, exactly representable values.
+TrainingState make_state_with(Optimizer optimizer, std::int64_t step) {
+  TrainingState state = make_state(step);
+  state.optimizer = optimizer;
+  state.optimizer_state.resize(static_cast<std::size_t>(optimizer_own_floats(optimizer)) * kNumParameters);
+  for (std::size_t i = 0; i < state.optimizer_state.size(); ++i) {
+    state.optimizer_state[i] = static_cast<float>(i % 4096) * 0.25f - 3.0f;
+  }
+  return state;
+}
+
+TEST(Checkpoint, OptimizerStateRoundTripsAsVersionThree) {
+  TempDir dir;
+  for (Optimizer optimizer : {Optimizer::kMomentum, Optimizer::kAdam}) {
+    TrainingState saved = make_state_with(optimizer, 5);
+    saved.input = data::InputPosition{1, 30, 8, 1, 8};
+    const fs::path file = save_checkpoint_file(dir.path() / optimizer_name(optimizer), saved);
+    EXPECT_EQ(read_bytes(file)[8], static_cast<char>(kOptimizerFormatVersion));
+    EXPECT_EQ(fs::file_size(file), checkpoint_file_size(optimizer)) << optimizer_name(optimizer);
+    const TrainingState loaded = load_checkpoint(file);
+    EXPECT_EQ(loaded.optimizer, optimizer);
+    EXPECT_EQ(loaded.optimizer_state, saved.optimizer_state) << optimizer_name(optimizer);
+    EXPECT_EQ(loaded.params, saved.params);
+    EXPECT_EQ(loaded.moving_averages, saved.moving_averages);
+    EXPECT_EQ(loaded.input, saved.input);
+  }
+}
+
+// SGD keeps no state, so its files are the version 2 files they always were: the same
+// size, the same version byte, and they load as SGD's.
+TEST(Checkpoint, SgdFilesStayVersionTwo) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state(3));
+  const std::string bytes = read_bytes(file);
+  EXPECT_EQ(bytes[8], static_cast<char>(kCheckpointFormatVersion));
+  EXPECT_EQ(bytes.size(), checkpoint_file_size() - 5 * 8);  // no input position here
+  const TrainingState loaded = load_checkpoint(file);
+  EXPECT_EQ(loaded.optimizer, Optimizer::kSgd);
+  EXPECT_TRUE(loaded.optimizer_state.empty());
+}
+
+TEST(Checkpoint, ACutOrDamagedOptimizerSectionIsRefused) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state_with(Optimizer::kAdam, 2));
+  const std::string good = read_bytes(file);
+  const std::size_t section = good.size() - 8 - 2 * 4 * kNumParameters;  // Adam's m, then v
+  std::string cut = good.substr(0, section + 4 * kNumParameters);  // v lost, as a crash might
+  write_bytes(file, cut);
+  expect_refused(file, "truncated");
+  cut += std::string(8, '\0');
+  reseal(cut);  // a well-summed file that still lacks v: the length check finds it
+  write_bytes(file, cut);
+  expect_refused(file, "truncated");
+  std::string flipped = good;
+  flipped[section + 4 * 1000 + 2] ^= 0x01;  // one bit of m[1000]
+  write_bytes(file, flipped);
+  expect_refused(file, "checksum");
+  std::string longer = good;
+  longer.insert(longer.size() - 8, std::string(4, '\0'));
+  reseal(longer);
+  write_bytes(file, longer);
+  expect_refused(file, "unexpected bytes after the optimizer state");
+}
+
+TEST(Checkpoint, AnUnknownOrNonFiniteOptimizerStateIsRefusedOnLoad) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state_with(Optimizer::kMomentum, 2));
+  const std::string good = read_bytes(file);
+  // The optimizer word is the last of the header, before the two float arrays and the state.
+  const std::size_t word = good.size() - 8 - 3 * 4 * kNumParameters - 4;
+  ASSERT_EQ(good[word], static_cast<char>(Optimizer::kMomentum));
+  for (const char code : {'\0', '\x07'}) {  // SGD has no state to hold; 7 is no optimizer
+    std::string bad = good;
+    bad[word] = code;
+    reseal(bad);
+    write_bytes(file, bad);
+    expect_refused(file, "optimizer record " + std::to_string(code));
+  }
+  std::string nan = good;
+  const std::size_t velocity = good.size() - 8 - 4 * kNumParameters;
+  for (int i = 0; i < 4; ++i) nan[velocity + 4 * 9 + i] = static_cast<char>(0x7fc00000u >> (8 * i));
+  reseal(nan);
+  write_bytes(file, nan);
+  expect_refused(file, "momentum state value 9 is not finite");
+}
+
+TEST(Checkpoint, AWrongSizedOrDivergedOptimizerStateIsNotSaved) {
+  TempDir dir;
+  TrainingState state = make_state_with(Optimizer::kAdam, 3);
+  state.optimizer_state.resize(kNumParameters);  // Adam keeps two floats a parameter
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  state = make_state_with(Optimizer::kMomentum, 3);
+  state.optimizer_state[17] = std::numeric_limits<float>::infinity();
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  state = make_state(3);
+  state.optimizer_state.assign(kNumParameters, 0.0f);  // SGD with state: a mistake
+  EXPECT_THROW(save_checkpoint(dir.path(), state), UsageError);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
 }  // namespace
