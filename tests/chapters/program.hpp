@@ -116,6 +116,18 @@ ProgramRun run_and_watch(std::vector<std::string> argv, const std::string& marke
   return result;
 }
 
+/// The argv of `program` (a file name in the build's bin folder) with `args` split at
+/// spaces, for run_and_watch.
+inline std::vector<std::string> argv_of(const std::string& program, const std::string& args) {
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) argv.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
+
 /// Runs `program` with `args` (split at spaces) and sends it `signal` once its output
 /// contains `marker`; see run_and_watch.
 /// With `twice`, both signals must land inside one step. The marker line is written just
@@ -127,13 +139,7 @@ ProgramRun run_and_watch(std::vector<std::string> argv, const std::string& marke
 inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
                                  const std::string& marker, int signal, bool twice = false,
                                  int timeout_s = 120) {
-  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
-  for (std::size_t start = 0; start < args.size();) {
-    const std::size_t end = std::min(args.find(' ', start), args.size());
-    if (end > start) argv.push_back(args.substr(start, end - start));
-    start = end + 1;
-  }
-  return run_and_watch(std::move(argv), marker, [&](pid_t pid) {
+  return run_and_watch(argv_of(program, args), marker, [&](pid_t pid) {
     if (twice) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ::kill(pid, signal);
     if (twice) {
@@ -145,8 +151,6 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
   }, timeout_s);
 }
 
-/// A file `prefix-name` in a folder of this test process's own under the temp directory;
-/// the folder goes when the process exits.
 /// The pids of the processes of `program` (a file name in the build's bin folder) whose
 /// command line contains `word` (a path unique to one test), read from /proc: mpiexec
 /// starts the ranks, so a test has no other way to name them.
@@ -165,6 +169,8 @@ inline std::vector<pid_t> rank_pids(const std::string& program, const std::strin
   return pids;
 }
 
+/// A file `prefix-name` in a folder of this test process's own under the temp directory;
+/// the folder goes when the process exits.
 inline std::filesystem::path temp_file(const std::string& prefix, const std::string& name) {
   static const base::TempDir dir("chapters");
   return dir.path() / (prefix + "-" + name);
