@@ -113,11 +113,8 @@ TEST(Ranks, MpiAllreduceMatchesChapter4UpToSummationOrder) {
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto p0 = saved_params(start), p4 = saved_params(ch4), p5 = saved_params(ch5);
   ASSERT_EQ(p5.size(), model::kNumParameters);
-  double largest_update = 0, largest_difference = 0;
-  for (std::size_t i = 0; i < p5.size(); ++i) {
-    largest_update = std::max(largest_update, std::abs(double(p4[i]) - p0[i]));
-    largest_difference = std::max(largest_difference, std::abs(double(p5[i]) - p4[i]));
-  }
+  const double largest_update = testing::largest_difference(p0, p4);
+  const double largest_difference = testing::largest_difference(p4, p5);
   std::printf("4 ranks, MPI_Allreduce vs chapter 4's ring: largest update %.3g, largest "
               "difference %.3g\n", largest_update, largest_difference);
   EXPECT_GT(largest_update, 0.0);

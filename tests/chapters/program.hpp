@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -179,6 +181,18 @@ inline std::filesystem::path temp_file(const std::string& prefix, const std::str
 /// The parameters a chapter wrote with --save-params.
 inline std::vector<float> saved_params(const std::filesystem::path& file) {
   return model::load_checkpoint(file).params;
+}
+
+/// The largest |b[i] - a[i]| over two parameter sets, in double: the largest update of a
+/// step (a: before, b: after), or how far two runs' results are apart. Infinite when the
+/// sets differ in size, so that a comparison against a bound fails.
+inline double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double largest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::abs(double(b[i]) - a[i]));
+  }
+  return largest;
 }
 
 }  // namespace towers::testing
