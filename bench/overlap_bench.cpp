@@ -35,9 +35,16 @@
 #include "cli/summary.hpp"
 #include "model/parameters.hpp"
 #include "parallel/buckets.hpp"
+#include "chapter_runs.hpp"
 
 namespace towers {
 namespace {
+
+using bench::flag_number;
+using bench::own_directory;
+using bench::run_chapter;
+using bench::SummaryMap;
+using bench::with;
 
 struct BenchOptions {
   std::vector<double> links = {0, 1, 0.5, 0.25};  // Gb/s; 0: unlimited
@@ -49,45 +56,12 @@ struct BenchOptions {
   std::string bin_dir;  // empty: where this program is
 };
 
-using SummaryMap = std::map<std::string, std::string>;
-
-std::string own_directory() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-// Runs `argv` (no shell: --bin-dir may hold spaces or ';'), returns the last summary line
-// it printed; throws when there is none.
-SummaryMap run_chapter(const std::vector<std::string>& argv) {
-  const auto [status, text] = base::run_argv(argv);
-  const auto summaries = parse_summaries(text);
-  if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
-    std::string command;
-    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
-    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
-    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
-  }
-  return summaries.back();
-}
-
-// `argv` with `more` appended.
-std::vector<std::string> with(std::vector<std::string> argv, const std::vector<std::string>& more) {
-  argv.insert(argv.end(), more.begin(), more.end());
-  return argv;
-}
-
-// A number as a flag's value: 0.25, 1, 25 (as people type them, not 0.250000).
-std::string flag_number(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
 double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
 SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
   SummaryMap best;
   for (int r = 0; r < repeats; ++r) {
-    SummaryMap s = run_chapter(command);
+    SummaryMap s = run_chapter(command, "step_ms");
     if (r == 0 || number(s, "step_ms") < number(best, "step_ms")) best = s;
   }
   return best;

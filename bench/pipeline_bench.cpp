@@ -25,9 +25,14 @@
 #include "base/usage_error.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "chapter_runs.hpp"
 
 namespace towers {
 namespace {
+
+using bench::own_directory;
+using bench::run_chapter;
+using bench::SummaryMap;
 
 struct BenchOptions {
   std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved"};
@@ -38,27 +43,6 @@ struct BenchOptions {
   int repeats = 2;
   std::string bin_dir;  // empty: where this program is
 };
-
-using SummaryMap = std::map<std::string, std::string>;
-
-std::string own_directory() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-// Runs `argv` (no shell: --bin-dir is a path, never shell text); returns its last summary
-// line. A failed data check exits 1 with its summary printed: that run counts as wrong,
-// not as a crash.
-SummaryMap run_chapter(const std::vector<std::string>& argv) {
-  const std::string text = base::run_argv(argv).output;
-  const auto summaries = parse_summaries(text);
-  if (summaries.empty() || !summaries.back().contains("bubble_share")) {
-    std::string command;
-    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
-    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
-    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
-  }
-  return summaries.back();
-}
 
 double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
@@ -92,7 +76,9 @@ int run(const BenchOptions& o) {
         SummaryMap best;
         int wrong_here = 0;
         for (int r = 0; r < o.repeats; ++r) {
-          SummaryMap s = run_chapter(command);
+          // A failed data check exits 1 with its summary printed: that run counts as
+          // wrong, not as a crash.
+          SummaryMap s = run_chapter(command, "bubble_share", /*must_succeed=*/false);
           wrong_here += wrong(s);
           if (r == 0 || number(s, "trace_ms") < number(best, "trace_ms")) best = s;
         }

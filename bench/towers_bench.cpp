@@ -36,9 +36,14 @@
 #include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "chapter_runs.hpp"
 
 namespace towers {
 namespace {
+
+using bench::own_directory;
+using bench::run_chapter;
+using bench::SummaryMap;
 
 struct BenchOptions {
   std::string backend = "host";
@@ -49,26 +54,6 @@ struct BenchOptions {
   int repeats = 2;
   std::string bin_dir;  // empty: where this program is
 };
-
-using SummaryMap = std::map<std::string, std::string>;
-
-std::string own_directory() {
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
-}
-
-// Runs `argv` (no shell: --bin-dir may hold spaces or ';'), returns the last summary line
-// it printed; throws when there is none.
-SummaryMap run_chapter(const std::vector<std::string>& argv) {
-  const auto [status, text] = base::run_argv(argv);
-  const auto summaries = parse_summaries(text);
-  if (status != 0 || summaries.empty() || !summaries.back().contains("step_ms")) {
-    std::string command;
-    for (const std::string& word : argv) command += (command.empty() ? "" : " ") + word;
-    const std::size_t tail = text.size() > 600 ? text.size() - 600 : 0;
-    throw std::runtime_error("no summary from: " + command + "\n" + text.substr(tail));
-  }
-  return summaries.back();
-}
 
 double step_ms(const SummaryMap& s) { return std::stod(s.at("step_ms")); }
 
@@ -104,7 +89,7 @@ int run(const BenchOptions& options) {
       for (int c = 0; c < 2; ++c) {
         std::vector<std::string> argv{chapters[c]};
         argv.insert(argv.end(), flags.begin(), flags.end());
-        SummaryMap s = run_chapter(argv);
+        SummaryMap s = run_chapter(argv, "step_ms");
         if (r == 0 || step_ms(s) < step_ms(best[c])) best[c] = s;
       }
     }

@@ -14,14 +14,13 @@
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
 #include "harness/rank_placement.hpp"
+#include "harness/rank_step.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "mpi/fault_injection.hpp"
-#include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
-#include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
 #include "parallel/tower_loss_batch.hpp"
@@ -85,7 +84,6 @@ int main(int argc, char** argv) {
     std::printf("%d rank(s), %d on this machine; rank 0 trains tower 0 on %s device %d\n",
                 job.size(), job.local_size(), std::string(to_string(training.runtime().backend())).c_str(),
                 tower.device->index());
-    const std::size_t param_bytes = kNumParameters * sizeof(float);
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
     const std::int64_t first_batch = checkpoints.resume_input(training, num_gpus);
     TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
@@ -94,28 +92,12 @@ int main(int argc, char** argv) {
                                          watchdog, kNumParameters);
     // This rank's variables: parameters and moving averages, on its device: from --seed,
     // or the resumed checkpoint's.
-    Buffer params = tower.device->allocate(param_bytes);
-    Buffer averages = tower.device->allocate(param_bytes);
-    const float* start = checkpoints.resumed_params();
-    tower.stream->copy(params.data(), start ? start : training.initial_params(), param_bytes,
-                       "copy params");
-    start = checkpoints.resumed_averages();
-    tower.stream->copy(averages.data(), start ? start : training.initial_params(), param_bytes,
-                       "copy params");
+    auto [params, averages] = start_rank_variables(training, tower, checkpoints);
     float* grads = tower.grads.as<float>();
-    training.runtime().synchronize();
-    Stream& stream = *tower.stream;
-    training.read_params_with(  // parameters, then moving averages (--eval), to the host
-        [&](float* out) { stream.copy(out, params.data(), param_bytes); stream.synchronize(); },
-        [&](float* out) { stream.copy(out, averages.data(), param_bytes); stream.synchronize(); });
     RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
-    // One job-wide trace at the end: every rank's spans, on rank 0's clock.
-    const double clock_offset = clock_offset_us(job, training.runtime().trace());
-    training.set_trace_merge(
-        [&](const std::vector<TraceEvent>& events) { return gather_rank_events(job, events, clock_offset); },
-        /*write_files_here=*/job.rank() == 0);
+    merge_rank_traces(training, job);  // one job-wide trace at the end, on rank 0's clock
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     bool stop = false;
@@ -139,21 +121,11 @@ int main(int argc, char** argv) {
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
       training.runtime().synchronize();
       // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
-      float loss = tower.losses.as<float>()[kTotalLoss];
-      {
-        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", run_step);
-        MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
-      }
-      step.end(loss);
+      step.end(last_rank_loss(job, watchdog, tower, run_step));
       check.after_step(run_step, params.as<float>());  // are the ranks' copies identical?
       // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
       // after the same step, or one would wait alone in the next all-reduce.
-      int stop_here = training.stop_requested() ? 1 : 0;
-      {
-        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", run_step);
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
-      }
-      stop = stop_here != 0;
+      stop = ranks_agree_to_stop(job, watchdog, training.stop_requested(), run_step);
       // Every rank takes part in a save: rank 0 writes what every rank's input adds up to.
       if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
         checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,

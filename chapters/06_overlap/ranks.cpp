@@ -15,15 +15,14 @@
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
 #include "harness/rank_placement.hpp"
+#include "harness/rank_step.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "mpi/fault_injection.hpp"
-#include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
-#include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
 #include "parallel/buckets.hpp"
@@ -86,15 +85,8 @@ int main(int argc, char** argv) {
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
     auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
                                          watchdog, overlap_flags.overlap ? largest_bucket : kNumParameters);
-    const std::size_t param_bytes = kNumParameters * sizeof(float);
-    Buffer params = tower.device->allocate(param_bytes);
-    Buffer averages = tower.device->allocate(param_bytes);
-    const float* start = checkpoints.resumed_params();  // from --seed, or the checkpoint's
-    tower.stream->copy(params.data(), start ? start : training.initial_params(), param_bytes,
-                       "copy params");
-    start = checkpoints.resumed_averages();
-    tower.stream->copy(averages.data(), start ? start : training.initial_params(), param_bytes,
-                       "copy params");
+    // From --seed, or the checkpoint's, as chapter 5.
+    auto [params, averages] = start_rank_variables(training, tower, checkpoints);
     float* grads = tower.grads.as<float>();
     // Chapter 6's additions, for this rank's one tower: the communication stream (its own
     // worker: the MPI calls run there), an event per layer, one for "every bucket averaged".
@@ -105,11 +97,6 @@ int main(int argc, char** argv) {
       layer_ready.push_back(tower.device->create_wait_event());
     }
     std::unique_ptr<Event> reduced = tower.device->create_wait_event();
-    training.runtime().synchronize();
-    Stream& stream = *tower.stream;
-    training.read_params_with(  // parameters, then moving averages (--eval), to the host
-        [&](float* out) { stream.copy(out, params.data(), param_bytes); stream.synchronize(); },
-        [&](float* out) { stream.copy(out, averages.data(), param_bytes); stream.synchronize(); });
     RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     OverlapTrace overlap;
@@ -117,10 +104,7 @@ int main(int argc, char** argv) {
       pipeline.collect(events);
       overlap.collect(events);
     });
-    const double clock_offset = clock_offset_us(job, training.runtime().trace());
-    training.set_trace_merge(
-        [&](const std::vector<TraceEvent>& events) { return gather_rank_events(job, events, clock_offset); },
-        /*write_files_here=*/job.rank() == 0);
+    merge_rank_traces(training, job);
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     bool stop = false;
@@ -154,19 +138,9 @@ int main(int argc, char** argv) {
       if (overlap_flags.overlap) allreduce->wait(*comm);
       allreduce->wait(*tower.stream);  // fails rather than hangs
       training.runtime().synchronize();
-      float loss = tower.losses.as<float>()[kTotalLoss];  // the last rank's, as chapter 5
-      {
-        Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", run_step);
-        MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
-      }
-      step.end(loss);
+      step.end(last_rank_loss(job, watchdog, tower, run_step));  // as chapter 5
       check.after_step(run_step, params.as<float>());
-      int stop_here = training.stop_requested() ? 1 : 0;  // every rank stops after one step
-      {
-        Watchdog::Scope waiting(watchdog, "MPI_Allreduce of the stop flag", run_step);
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &stop_here, 1, MPI_INT, MPI_LOR, job.comm()));
-      }
-      stop = stop_here != 0;
+      stop = ranks_agree_to_stop(job, watchdog, training.stop_requested(), run_step);
       if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
         checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,
                          averages);

@@ -11,7 +11,6 @@
 
 #include "harness/pipeline_trace.hpp"
 #include "parallel/allreduce.hpp"
-#include "runtime/busy.hpp"
 #include "tower_buffers.hpp"
 
 namespace towers {
@@ -86,16 +85,9 @@ TEST(DeviceZero, WaitsForEarlierWorkAndIsWaitedForByLaterWork) {
   auto device0 = make_device0_allreduce(*rt, round_robin(3, 3), count);
   TowerBuffers towers(*rt, round_robin(3, 3), count);
   TowerBuffers results(*rt, round_robin(3, 3), count);
-  for (int t = 0; t < 3; ++t) {
-    towers.stream(t).fill_zero(towers.buffers()[t], count * sizeof(float));
-  }
-  busy_kernel(towers.stream(2), 30);
-  towers.upload();
+  towers.upload_late(/*slow=*/2, 30);
   device0->average(towers.buffers(), count, towers.streams());
-  for (int t = 0; t < 3; ++t) {
-    towers.stream(t).copy(results.buffers()[t], towers.buffers()[t], count * sizeof(float), "keep");
-    towers.stream(t).fill_zero(towers.buffers()[t], count * sizeof(float), "overwrite");
-  }
+  towers.keep_then_overwrite(results);
   towers.synchronize();
   EXPECT_EQ(first_mismatch(results.download(), expected_mean(3, count)), "");
 }

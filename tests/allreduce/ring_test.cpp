@@ -149,11 +149,7 @@ TEST(Ring, WaitsForWorkEnqueuedBeforeIt) {
   const std::size_t count = 4096 + 5;
   auto ring = make_ring_allreduce(*rt, round_robin(4, 4), count);
   TowerBuffers towers(*rt, round_robin(4, 4), count);
-  for (int t = 0; t < 4; ++t) {
-    towers.stream(t).fill_zero(towers.buffers()[t], count * sizeof(float));
-  }
-  busy_kernel(towers.stream(2), 50);
-  towers.upload();
+  towers.upload_late(/*slow=*/2, 50);
   ring->average(towers.buffers(), count, towers.streams());
   EXPECT_EQ(first_mismatch(towers.download(), expected_mean(4, count)), "");
 }
@@ -170,11 +166,7 @@ TEST(Ring, LaterWorkOnAStreamMayOverwriteItsBuffer) {
   towers.upload();
   busy_kernel(towers.stream(1), 20);  // make tower 1 the slow one, so the others run ahead
   ring->average(towers.buffers(), count, towers.streams());
-  for (int t = 0; t < 4; ++t) {
-    Stream& stream = towers.stream(t);
-    stream.copy(results.buffers()[t], towers.buffers()[t], count * sizeof(float), "keep");
-    stream.fill_zero(towers.buffers()[t], count * sizeof(float), "overwrite");
-  }
+  towers.keep_then_overwrite(results);
   towers.synchronize();
   EXPECT_EQ(first_mismatch(results.download(), expected_mean(4, count)), "");
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "runtime/busy.hpp"
+
 namespace towers::testing {
 
 namespace {
@@ -126,6 +128,19 @@ std::vector<std::vector<float>> TowerBuffers::download() {
 
 void TowerBuffers::synchronize() {
   for (auto& stream : streams_) stream->synchronize();
+}
+
+void TowerBuffers::upload_late(int slow, double busy_ms) {
+  for (int t = 0; t < towers(); ++t) stream(t).fill_zero(buffers()[t], count_ * sizeof(float));
+  busy_kernel(stream(slow), busy_ms);
+  upload();
+}
+
+void TowerBuffers::keep_then_overwrite(TowerBuffers& results) {
+  for (int t = 0; t < towers(); ++t) {
+    stream(t).copy(results.buffers()[t], buffers()[t], count_ * sizeof(float), "keep");
+    stream(t).fill_zero(buffers()[t], count_ * sizeof(float), "overwrite");
+  }
 }
 
 }  // namespace towers::testing

@@ -74,6 +74,15 @@ class TowerBuffers {
   /// Synchronizes every stream.
   void synchronize();
 
+  /// Enqueues an upload that lands late on one tower: every buffer is zeroed first (an
+  /// all-reduce that did not wait for the upload would sum these stale zeros), then tower
+  /// `slow`'s stream spins `busy_ms` before upload() of round 0. Streams must be idle.
+  void upload_late(int slow, double busy_ms);
+  /// Enqueues, on every tower's stream after what it holds: copying the tower's buffer into
+  /// `results`' buffer of that tower, then zeroing its own at once, as the next backward
+  /// pass overwrites gradients. An all-reduce must be done with every buffer before that.
+  void keep_then_overwrite(TowerBuffers& results);
+
  private:
   std::size_t count_;
   std::vector<int> device_of_tower_;

@@ -93,11 +93,8 @@ TEST_P(TowerEquivalence, NTowersOfBatchBEqualOneTowerOfBatchNB) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
   auto p0 = saved_params(start_file), pn = saved_params(towers_file), p1 = saved_params(single_file);
   ASSERT_EQ(pn.size(), model::kNumParameters);
-  double largest_update = 0, largest_difference = 0;
-  for (std::size_t i = 0; i < p0.size(); ++i) {
-    largest_update = std::max(largest_update, std::abs(double(p1[i]) - p0[i]));
-    largest_difference = std::max(largest_difference, std::abs(double(pn[i]) - p1[i]));
-  }
+  const double largest_update = testing::largest_difference(p0, p1);
+  const double largest_difference = testing::largest_difference(p1, pn);
   std::printf("N=%d: largest update %.3g, largest difference %.3g\n", n, largest_update,
               largest_difference);
   EXPECT_GT(largest_update, 0.0);

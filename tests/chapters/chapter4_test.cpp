@@ -134,10 +134,9 @@ TEST(IteratorTowers, FourTowersMatchChapter3UpToSummationOrder) {
   ASSERT_EQ(p4.size(), model::kNumParameters);
   const Chunk first = ring_chunk(p4.size(), 4, 0);
   std::size_t chunk0_mismatches = 0, differing = 0;
-  double largest_update = 0, largest_difference = 0;
+  const double largest_update = testing::largest_difference(p0, p3);
+  const double largest_difference = testing::largest_difference(p3, p4);
   for (std::size_t i = 0; i < p4.size(); ++i) {
-    largest_update = std::max(largest_update, std::abs(double(p3[i]) - p0[i]));
-    largest_difference = std::max(largest_difference, std::abs(double(p4[i]) - p3[i]));
     if (p4[i] != p3[i]) {
       ++differing;
       if (i < first.offset + first.size) ++chunk0_mismatches;

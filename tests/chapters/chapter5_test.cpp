@@ -12,7 +12,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -21,16 +20,18 @@
 #include <signal.h>
 
 #include "../data/temp_dir.hpp"
-#include "base/process.hpp"
-#include "base/timing.hpp"
+#include "data/cifar10.hpp"
 #include "data/synthetic.hpp"
+#include "exact_resume.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "program.hpp"
+#include "ranks.hpp"
 
 namespace towers {
 namespace {
 
+using testing::RankRun;
 using testing::run;
 using testing::saved_params;
 
@@ -40,27 +41,12 @@ std::filesystem::path temp_file(const std::string& name) {
   return testing::temp_file("towers-ch5", name);
 }
 
-struct RankRun : testing::ProgramRun {
-  double seconds = 0;
-};
-
-// mpiexec -n `ranks` 05_ranks `args`, bounded by `timeout_s` so that a hang fails the test
-// instead of stalling ctest.
+// mpiexec -n `ranks` 05_ranks `args`, bounded by `timeout_s` (ranks.hpp).
 std::string ranks_command(int ranks, const std::string& args, int timeout_s) {
-  return "timeout -k 10 " + std::to_string(timeout_s) + " " TOWERS_MPIEXEC
-         " --allow-run-as-root --oversubscribe -n " + std::to_string(ranks) +
-         " " TOWERS_BIN_DIR "/05_ranks " + args;
+  return testing::mpiexec_command("05_ranks", ranks, args, timeout_s);
 }
-// Runs ranks_command() to the end; also measures how long the job took.
 RankRun run_ranks(int ranks, const std::string& args, int timeout_s = 90) {
-  const auto start = base::Clock::now();
-  RankRun result;
-  auto ran = base::run_command(ranks_command(ranks, args, timeout_s) + " 2>&1");
-  result.exit_code = ran.exit_code;
-  result.output = std::move(ran.output);
-  result.summaries = parse_summaries(result.output);
-  result.seconds = base::seconds_since(start);
-  return result;
+  return testing::run_ranks("05_ranks", ranks, args, timeout_s);
 }
 
 TEST(Ranks, StartedAloneItIsOneRank) {
@@ -127,11 +113,8 @@ TEST(Ranks, MpiAllreduceMatchesChapter4UpToSummationOrder) {
   ASSERT_EQ(b.exit_code, 0) << b.output;
   auto p0 = saved_params(start), p4 = saved_params(ch4), p5 = saved_params(ch5);
   ASSERT_EQ(p5.size(), model::kNumParameters);
-  double largest_update = 0, largest_difference = 0;
-  for (std::size_t i = 0; i < p5.size(); ++i) {
-    largest_update = std::max(largest_update, std::abs(double(p4[i]) - p0[i]));
-    largest_difference = std::max(largest_difference, std::abs(double(p5[i]) - p4[i]));
-  }
+  const double largest_update = testing::largest_difference(p0, p4);
+  const double largest_difference = testing::largest_difference(p4, p5);
   std::printf("4 ranks, MPI_Allreduce vs chapter 4's ring: largest update %.3g, largest "
               "difference %.3g\n", largest_update, largest_difference);
   EXPECT_GT(largest_update, 0.0);
@@ -252,10 +235,7 @@ std::string resume_flags(const std::filesystem::path& dir, const std::string& ck
          " --checkpoint-dir " + (dir / ckpt).string() + " --checkpoint-every 4 ";
 }
 
-std::string bytes_of(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::bytes_of;
 
 // Rank 0 writes the checkpoint; each rank's input position is gathered into it, and
 // --resume hands rank 0's reading to every rank. Equal bytes of the final parameters and
@@ -328,54 +308,15 @@ TEST(Ranks, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
 }
 
 // Ten steps in one go, and ten again saving every step but with every rank SIGKILLed once
-// rank 0 has logged step 3 (so model.ckpt-3 is complete; no handler runs, a save may be
-// cut off mid-write), then resumed: the last checkpoint and --save-params are equal byte
-// for byte. An epoch is 3 steps of 2 ranks x 2, so the kill lands mid-epoch and every
-// rank's iterator must restart at the global batch where the job stood.
+// rank 0 has logged step 3, then resumed: the last checkpoint and --save-params are equal
+// byte for byte (kill_nine.hpp). An epoch is 3 steps of 2 ranks x 2, so the kill lands
+// mid-epoch and every rank's iterator must restart at the global batch where the job stood.
 TEST(Ranks, KillNineOfEveryRankAndResumeContinuesByteForByte) {
-  namespace fs = std::filesystem;
-  constexpr int kSteps = 10;
   data::testing::TempDir dir;
   resume_flags(dir.path(), "unused");  // writes the tiny set's files
   const std::string flags = "--backend host --batch-size 2 --log-every 1 --data-dir " +
                             (dir.path() / "data").string() + " ";
-  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
-  auto a = run_ranks(2, flags + "--steps 10 --checkpoint-dir " + straight.string() +
-                            " --save-params " + (dir.path() / "a.params").string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-
-  const std::string command =
-      ranks_command(2, flags + "--steps 10 --checkpoint-every 1 --checkpoint-dir " + killed.string(), 90);
-  std::size_t ranks_killed = 0;
-  auto b1 = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 3,", [&](pid_t) {
-    for (pid_t rank : testing::rank_pids("05_ranks", killed.string())) {
-      ranks_killed += ::kill(rank, SIGKILL) == 0 ? 1 : 0;
-    }
-  });
-  EXPECT_EQ(ranks_killed, 2u) << b1.output;
-  ASSERT_NE(b1.exit_code, 0) << "not killed:\n" << b1.output;
-  EXPECT_TRUE(b1.summaries.empty()) << b1.output;
-  const auto latest = model::latest_checkpoint(killed);
-  ASSERT_TRUE(latest.has_value()) << b1.output;
-  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
-  ASSERT_GE(reached, 3) << b1.output;
-  ASSERT_LT(reached, kSteps) << b1.output;
-
-  auto b2 = run_ranks(2, flags + "--steps " + std::to_string(kSteps - reached) +
-                             " --resume --checkpoint-dir " + killed.string() + " --save-params " +
-                             (dir.path() / "b.params").string());
-  ASSERT_EQ(b2.exit_code, 0) << b2.output;
-  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
-  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
-  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
-  const std::string name = model::checkpoint_name(kSteps);
-  const std::string expected = bytes_of(straight / name);
-  ASSERT_FALSE(expected.empty()) << a.output;
-  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
-  EXPECT_TRUE(expected == bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
-  const std::string params = bytes_of(dir.path() / "a.params");
-  ASSERT_FALSE(params.empty()) << a.output;
-  EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+  testing::expect_kill_nine_and_exact_resume(dir.path(), flags, testing::two_ranks("05_ranks"));
 }
 
 // The checkpoint's global batch is ranks x batch: resumed with another rank count, the

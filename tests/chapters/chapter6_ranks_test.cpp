@@ -8,17 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
-#include <signal.h>
-
 #include "../data/temp_dir.hpp"
-#include "base/process.hpp"
+#include "data/cifar10.hpp"
 #include "exact_resume.hpp"
-#include "model/checkpoint.hpp"
 #include "program.hpp"
+#include "ranks.hpp"
 
 namespace towers {
 namespace {
@@ -31,25 +27,11 @@ std::filesystem::path ranks_temp(const std::string& name) {
   return testing::temp_file("towers-ch6-ranks", name);
 }
 
-std::string file_bytes(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::bytes_of;
 
-// mpiexec -n `ranks` `program` `args`, bounded so that a hang fails instead of stalling.
-std::string overlap_ranks_command(int ranks, const std::string& args,
-                                  const std::string& program = "06_overlap_ranks") {
-  return "timeout -k 10 90 " TOWERS_MPIEXEC " --allow-run-as-root --oversubscribe -n " +
-         std::to_string(ranks) + " " TOWERS_BIN_DIR "/" + program + " " + args;
-}
 testing::ProgramRun run_overlap_ranks(int ranks, const std::string& args,
                                       const std::string& program = "06_overlap_ranks") {
-  testing::ProgramRun result;
-  auto ran = base::run_command(overlap_ranks_command(ranks, args, program) + " 2>&1");
-  result.exit_code = ran.exit_code;
-  result.output = std::move(ran.output);
-  result.summaries = parse_summaries(result.output);
-  return result;
+  return testing::run_ranks(program, ranks, args);
 }
 
 // Two ranks: one addition per element (a + b == b + a), so one-process chapter 6, chapter
@@ -66,11 +48,11 @@ TEST(OverlapRanks, TwoRanksEqualOneProcessChapter6AndChapter5BitForBit) {
   EXPECT_EQ(c.last("ranks"), "2") << c.output;
   EXPECT_EQ(c.last("overlap_mode"), "on");
   EXPECT_EQ(c.last("buckets"), "5") << "one bucket per layer by default";
-  const std::string params = file_bytes(one);
+  const std::string params = bytes_of(one);
   ASSERT_FALSE(params.empty());
-  EXPECT_TRUE(params == file_bytes(ch5)) << "chapter 5 differs from one-process chapter 6";
-  EXPECT_TRUE(params == file_bytes(mpi)) << "ranks with MPI_Allreduce per bucket differ";
-  EXPECT_TRUE(params == file_bytes(ring)) << "ranks with the ring per 1 MiB bucket differ";
+  EXPECT_TRUE(params == bytes_of(ch5)) << "chapter 5 differs from one-process chapter 6";
+  EXPECT_TRUE(params == bytes_of(mpi)) << "ranks with MPI_Allreduce per bucket differ";
+  EXPECT_TRUE(params == bytes_of(ring)) << "ranks with the ring per 1 MiB bucket differ";
 }
 
 // Four ranks, the ring over MPI_Sendrecv per bucket: the same chunks of each bucket and the
@@ -83,7 +65,7 @@ TEST(OverlapRanks, FourRanksRingEqualsOneProcessChapter6sRingBitForBit) {
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
   EXPECT_EQ(b.last("param_checks"), "3") << "the ranks' copies compared every step\n" << b.output;
-  EXPECT_TRUE(file_bytes(one) == file_bytes(ranks)) << "4 ranks differ from 4 towers";
+  EXPECT_TRUE(bytes_of(one) == bytes_of(ranks)) << "4 ranks differ from 4 towers";
   EXPECT_EQ(a.last("final_loss"), b.last("final_loss"));
 }
 
@@ -115,56 +97,17 @@ TEST(OverlapRanks, TheSimulatedLinksFlagsAreRefused) {
 }
 
 // Ten steps in one go, and ten again saving every step but with every rank SIGKILLed once
-// rank 0 has logged step 3 (so model.ckpt-3 is complete), then resumed: the last
-// checkpoint (parameters, moving averages, input position) and --save-params are equal
-// byte for byte. On the tiny set an epoch is 3 steps of 2 ranks x 4, so the run crosses
-// epochs and the kill lands mid-epoch; the resumed job's iterators must start at the
-// global batch where the killed one stood, each rank on its own shard.
+// rank 0 has logged step 3, then resumed: the last checkpoint (parameters, moving averages,
+// input position) and --save-params are equal byte for byte (kill_nine.hpp). On the tiny
+// set an epoch is 3 steps of 2 ranks x 4, so the run crosses epochs and the kill lands
+// mid-epoch; the resumed job's iterators must start at the global batch where the killed
+// one stood, each rank on its own shard.
 TEST(OverlapRanks, KillNineAndResumeContinuesByteForByte) {
-  namespace fs = std::filesystem;
-  constexpr int kSteps = 10;
   data::testing::TempDir dir;
   testing::tiny_set(dir.path());  // the files; its flags are for one process of 2 devices
   const std::string flags = "--backend host --batch-size 4 --log-every 1 --bucket-mb 1 --data-dir " +
                             dir.path().string() + " ";
-  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
-  auto a = run_overlap_ranks(2, flags + "--steps 10 --checkpoint-dir " + straight.string() +
-                                    " --save-params " + (dir.path() / "a.params").string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-
-  const std::string command = overlap_ranks_command(
-      2, flags + "--steps 10 --checkpoint-every 1 --checkpoint-dir " + killed.string());
-  std::size_t ranks_killed = 0;
-  auto b1 = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 3,", [&](pid_t) {
-    for (pid_t rank : testing::rank_pids("06_overlap_ranks", killed.string())) {
-      ranks_killed += ::kill(rank, SIGKILL) == 0 ? 1 : 0;
-    }
-  });
-  EXPECT_EQ(ranks_killed, 2u) << b1.output;
-  ASSERT_NE(b1.exit_code, 0) << "not killed:\n" << b1.output;
-  EXPECT_TRUE(b1.summaries.empty()) << b1.output;
-  const auto latest = model::latest_checkpoint(killed);
-  ASSERT_TRUE(latest.has_value()) << b1.output;
-  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
-  ASSERT_GE(reached, 3) << b1.output;
-  ASSERT_LT(reached, kSteps) << b1.output;
-
-  auto b2 = run_overlap_ranks(2, flags + "--steps " + std::to_string(kSteps - reached) +
-                                     " --resume --checkpoint-dir " + killed.string() +
-                                     " --save-params " + (dir.path() / "b.params").string());
-  ASSERT_EQ(b2.exit_code, 0) << b2.output;
-  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
-  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
-  EXPECT_EQ(a.last("global_step"), std::to_string(kSteps)) << a.output;
-  EXPECT_EQ(a.last("final_loss"), b2.last("final_loss"));
-  const std::string name = model::checkpoint_name(kSteps);
-  const std::string expected = testing::bytes_of(straight / name);
-  ASSERT_FALSE(expected.empty()) << a.output;
-  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
-  EXPECT_TRUE(expected == testing::bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
-  const std::string params = testing::bytes_of(dir.path() / "a.params");
-  ASSERT_FALSE(params.empty()) << a.output;
-  EXPECT_TRUE(params == testing::bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+  testing::expect_kill_nine_and_exact_resume(dir.path(), flags, testing::two_ranks("06_overlap_ranks"));
 }
 
 // --eval: rank 0 evaluates the moving averages once (one line, one summary key); a test

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -116,6 +118,18 @@ ProgramRun run_and_watch(std::vector<std::string> argv, const std::string& marke
   return result;
 }
 
+/// The argv of `program` (a file name in the build's bin folder) with `args` split at
+/// spaces, for run_and_watch.
+inline std::vector<std::string> argv_of(const std::string& program, const std::string& args) {
+  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
+  for (std::size_t start = 0; start < args.size();) {
+    const std::size_t end = std::min(args.find(' ', start), args.size());
+    if (end > start) argv.push_back(args.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
+
 /// Runs `program` with `args` (split at spaces) and sends it `signal` once its output
 /// contains `marker`; see run_and_watch.
 /// With `twice`, both signals must land inside one step. The marker line is written just
@@ -127,13 +141,7 @@ ProgramRun run_and_watch(std::vector<std::string> argv, const std::string& marke
 inline ProgramRun run_and_signal(const std::string& program, const std::string& args,
                                  const std::string& marker, int signal, bool twice = false,
                                  int timeout_s = 120) {
-  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
-  for (std::size_t start = 0; start < args.size();) {
-    const std::size_t end = std::min(args.find(' ', start), args.size());
-    if (end > start) argv.push_back(args.substr(start, end - start));
-    start = end + 1;
-  }
-  return run_and_watch(std::move(argv), marker, [&](pid_t pid) {
+  return run_and_watch(argv_of(program, args), marker, [&](pid_t pid) {
     if (twice) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     ::kill(pid, signal);
     if (twice) {
@@ -145,8 +153,6 @@ inline ProgramRun run_and_signal(const std::string& program, const std::string& 
   }, timeout_s);
 }
 
-/// A file `prefix-name` in a folder of this test process's own under the temp directory;
-/// the folder goes when the process exits.
 /// The pids of the processes of `program` (a file name in the build's bin folder) whose
 /// command line contains `word` (a path unique to one test), read from /proc: mpiexec
 /// starts the ranks, so a test has no other way to name them.
@@ -165,6 +171,8 @@ inline std::vector<pid_t> rank_pids(const std::string& program, const std::strin
   return pids;
 }
 
+/// A file `prefix-name` in a folder of this test process's own under the temp directory;
+/// the folder goes when the process exits.
 inline std::filesystem::path temp_file(const std::string& prefix, const std::string& name) {
   static const base::TempDir dir("chapters");
   return dir.path() / (prefix + "-" + name);
@@ -173,6 +181,18 @@ inline std::filesystem::path temp_file(const std::string& prefix, const std::str
 /// The parameters a chapter wrote with --save-params.
 inline std::vector<float> saved_params(const std::filesystem::path& file) {
   return model::load_checkpoint(file).params;
+}
+
+/// The largest |b[i] - a[i]| over two parameter sets, in double: the largest update of a
+/// step (a: before, b: after), or how far two runs' results are apart. Infinite when the
+/// sets differ in size, so that a comparison against a bound fails.
+inline double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  double largest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    largest = std::max(largest, std::abs(double(b[i]) - a[i]));
+  }
+  return largest;
 }
 
 }  // namespace towers::testing

@@ -29,6 +29,7 @@
 #include "../data/temp_dir.hpp"
 #include "cli/options.hpp"
 #include "exact_resume.hpp"
+#include "kill_nine.hpp"
 #include "model/checkpoint.hpp"
 #include "program.hpp"
 
@@ -37,21 +38,11 @@ namespace {
 
 namespace fs = std::filesystem;
 using data::testing::TempDir;
+using testing::argv_of;
 using testing::bytes_of;
 using testing::run;
 using testing::run_and_watch;
 using testing::tiny_set;
-
-// `program` and `args` (split at spaces) as an argv for run_and_watch.
-std::vector<std::string> argv_of(const std::string& program, const std::string& args) {
-  std::vector<std::string> argv{std::string(TOWERS_BIN_DIR) + "/" + program};
-  for (std::size_t start = 0; start < args.size();) {
-    const std::size_t end = std::min(args.find(' ', start), args.size());
-    if (end > start) argv.push_back(args.substr(start, end - start));
-    start = end + 1;
-  }
-  return argv;
-}
 
 bool has(const testing::ProgramRun& r, const std::string& text) {
   return r.output.find(text) != std::string::npos;
@@ -399,48 +390,15 @@ struct KillCase {
   bool log_every = true;                 // takes --log-every (chapter 9 logs every step)
 };
 
-// Runs `program` kSteps steps in one go, and again saving every step but SIGKILLed once it
-// has logged step 3 (its checkpoint of step 3 is then complete), then resumed to kSteps:
-// the final checkpoint and --save-params must be equal byte for byte. Bytes include the
-// parameters, the moving averages and the input's position. The tiny set's epoch is 3
-// steps, so the run crosses epochs and the kill lands mid-epoch.
+// Runs `program` on the tiny set (an epoch of 3 steps) with its flags: 10 steps straight
+// against 10 killed after step 3 and resumed, byte for byte (kill_nine.hpp).
 void expect_kill_and_exact_resume(const std::string& program, const KillCase& how = {}) {
-  constexpr int kSteps = 10;
   TempDir dir;
   std::string flags = tiny_set(dir.path()) + how.extra + " ";
   if (!how.log_every) flags.erase(flags.find("--log-every 1 "), 14);
-  const fs::path straight = dir.path() / "straight", killed = dir.path() / "killed";
-  auto a = run(program, flags + "--steps " + std::to_string(kSteps) + " --checkpoint-dir " +
-                            straight.string() + " --save-params " + (dir.path() / "a.params").string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-
-  auto b1 = run_and_watch(argv_of(program, flags + "--steps " + std::to_string(kSteps) +
-                                               " --checkpoint-every 1 --checkpoint-dir " +
-                                               killed.string()),
-                          "step 3,", [](pid_t pid) { ::kill(pid, SIGKILL); });
-  ASSERT_EQ(b1.exit_code, -1) << "not killed:\n" << b1.output;
-  const auto latest = model::latest_checkpoint(killed);
-  ASSERT_TRUE(latest.has_value()) << b1.output;
-  const std::int64_t reached = model::load_checkpoint(*latest).global_step;
-  ASSERT_GE(reached, 3) << b1.output;
-  ASSERT_LT(reached, kSteps) << b1.output;
-
-  auto b2 = run(program, flags + "--steps " + std::to_string(kSteps - reached) +
-                             " --resume --checkpoint-dir " + killed.string() + " --save-params " +
-                             (dir.path() / "b.params").string());
-  ASSERT_EQ(b2.exit_code, 0) << b2.output;
-  EXPECT_NE(b2.output.find("resumed from " + latest->string()), std::string::npos) << b2.output;
-  EXPECT_EQ(b2.last("global_step"), std::to_string(kSteps)) << b2.output;
-  ASSERT_FALSE(a.last(how.loss_key).empty()) << a.output;
-  EXPECT_EQ(a.last(how.loss_key), b2.last(how.loss_key));
-  const std::string name = model::checkpoint_name(kSteps);
-  const std::string expected = bytes_of(straight / name);
-  ASSERT_FALSE(expected.empty()) << a.output;
-  // EXPECT_TRUE, not EXPECT_EQ: a diff of two 4 MB strings would take gtest minutes.
-  EXPECT_TRUE(expected == bytes_of(killed / name)) << name << " differs after kill -9 and --resume";
-  const std::string params = bytes_of(dir.path() / "a.params");
-  ASSERT_FALSE(params.empty()) << a.output;
-  EXPECT_TRUE(params == bytes_of(dir.path() / "b.params")) << "--save-params files differ";
+  testing::KillNineJob job = testing::one_process(program);
+  job.loss_key = how.loss_key;
+  testing::expect_kill_nine_and_exact_resume(dir.path(), flags, job);
 }
 
 // Chapters 2 and 3 read one global batch a step (InputQueue): the checkpoint's input

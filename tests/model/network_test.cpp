@@ -52,6 +52,38 @@ float* initial_params(DeviceIo& io, std::uint64_t seed) {
   return io.upload(params);
 }
 
+// The same initialized parameters two ways, for comparing a pass over the flat buffer
+// with one through Network::LayerParams (ZeRO-3's hook, chapter 9's ranges): the flat
+// buffer, a separate device copy of each layer (gradient_layers() order), and two zeroed
+// gradient buffers, one for each pass.
+struct TwoWayParams {
+  const float* flat;
+  std::vector<const float*> layers;
+  float* grads_a;
+  float* grads_b;
+};
+
+TwoWayParams two_way_params(DeviceIo& io, std::uint64_t seed) {
+  std::vector<float> host(kNumParameters);
+  initialize_parameters(seed, host.data());
+  TwoWayParams params{io.upload(host), {}, nullptr, nullptr};
+  for (const GradientLayer& layer : gradient_layers()) {
+    params.layers.push_back(io.upload(std::vector<float>(
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
+        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
+  }
+  params.grads_a = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  params.grads_b = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  return params;
+}
+
+// Whether the two passes' gradients and losses are equal bit for bit.
+bool same_bits(DeviceIo& io, const float* a, const float* b, std::size_t count) {
+  const std::vector<float> ha = io.download(a, count);
+  const std::vector<float> hb = io.download(b, count);
+  return std::memcmp(ha.data(), hb.data(), count * sizeof(float)) == 0;
+}
+
 TEST(Network, InitialLossIsLn10PlusWeightDecay) {
   DeviceIo io(Backend::kHost);
   const Batch batch = synthetic_batch(io, 32, 7);
@@ -165,33 +197,19 @@ TEST(Network, ParametersByLayerGiveTheSameBitsAndAreAskedForInPassOrder) {
   DeviceIo io(Backend::kHost);
   constexpr int kBatch = 4;
   const Batch batch = synthetic_batch(io, kBatch, 5);
-  std::vector<float> host(kNumParameters);
-  initialize_parameters(3, host.data());
-  const float* flat = io.upload(host);
-  std::vector<const float*> layer_copies;  // a separate device copy of each layer
-  for (const GradientLayer& layer : gradient_layers()) {
-    layer_copies.push_back(io.upload(std::vector<float>(
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
-  }
-  float* flat_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  float* layer_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  const TwoWayParams params = two_way_params(io, 3);
   Network a(io.device(), kBatch), b(io.device(), kBatch);
-  a.forward_backward(io.stream(), flat, batch.images, batch.labels, flat_grads);
+  a.forward_backward(io.stream(), params.flat, batch.images, batch.labels, params.grads_a);
   std::vector<std::string> calls;
   Network::LayerParams by_layer{
       [&](int k) {
         calls.push_back("+" + gradient_layers()[k].name);
-        return layer_copies[k];
+        return params.layers[k];
       },
       [&](int k) { calls.push_back("-" + gradient_layers()[k].name); }};
-  b.forward_backward(io.stream(), by_layer, batch.images, batch.labels, layer_grads);
-  const std::vector<float> ga = io.download(flat_grads, kNumParameters);
-  const std::vector<float> gb = io.download(layer_grads, kNumParameters);
-  EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0);
-  const std::vector<float> la = io.download(a.losses(), kLossCount);
-  const std::vector<float> lb = io.download(b.losses(), kLossCount);
-  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
+  b.forward_backward(io.stream(), by_layer, batch.images, batch.labels, params.grads_b);
+  EXPECT_TRUE(same_bits(io, params.grads_a, params.grads_b, kNumParameters)) << "gradients";
+  EXPECT_TRUE(same_bits(io, a.losses(), b.losses(), kLossCount)) << "losses";
   const std::vector<std::string> expected = {
       "+conv1", "-conv1", "+conv2", "-conv2", "+local3", "-local3", "+local4", "-local4",
       "+softmax_linear", "-softmax_linear", "+softmax_linear", "-softmax_linear", "+local4",
@@ -208,20 +226,11 @@ TEST(Network, TheBackwardPassAsksForALayerAfterItsWeightGradients) {
   DeviceIo io(Backend::kHost);
   constexpr int kBatch = 4;
   const Batch batch = synthetic_batch(io, kBatch, 9);
-  std::vector<float> host(kNumParameters);
-  initialize_parameters(4, host.data());
-  const float* flat = io.upload(host);
-  std::vector<const float*> layer_copies;
-  for (const GradientLayer& layer : gradient_layers()) {
-    layer_copies.push_back(io.upload(std::vector<float>(
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
-  }
-  float* flat_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  float* layer_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  const TwoWayParams params = two_way_params(io, 4);
+  float* const layer_grads = params.grads_b;
   Network a(io.device(), kBatch), b(io.device(), kBatch);
-  a.forward_backward(io.stream(), flat, batch.images, batch.labels, flat_grads);
-  const std::vector<float> final_grads = io.download(flat_grads, kNumParameters);
+  a.forward_backward(io.stream(), params.flat, batch.images, batch.labels, params.grads_a);
+  const std::vector<float> final_grads = io.download(params.grads_a, kNumParameters);
   std::vector<int> acquires(gradient_layers().size(), 0);
   int checked = 0;
   Network::LayerParams by_layer{
@@ -235,13 +244,12 @@ TEST(Network, TheBackwardPassAsksForALayerAfterItsWeightGradients) {
               << layer.name << "'s bias gradient is not written when its weights are asked for";
           ++checked;
         }
-        return layer_copies[static_cast<std::size_t>(k)];
+        return params.layers[static_cast<std::size_t>(k)];
       },
       [](int) {}};
   b.forward_backward(io.stream(), by_layer, batch.images, batch.labels, layer_grads);
   EXPECT_EQ(checked, 4) << "softmax_linear, local4, local3 and conv2 are asked for again";
-  const std::vector<float> gb = io.download(layer_grads, kNumParameters);
-  EXPECT_EQ(std::memcmp(final_grads.data(), gb.data(), gb.size() * sizeof(float)), 0);
+  EXPECT_TRUE(same_bits(io, params.grads_a, layer_grads, kNumParameters)) << "gradients";
 }
 
 // Chapter 9's layer ranges and ZeRO-3's layer hook run the same per-layer code: a pass cut
@@ -252,22 +260,15 @@ TEST(Network, LayerRangesGiveTheBitsOfTheLayerHook) {
   DeviceIo io(Backend::kHost);
   constexpr int kBatch = 4;
   const Batch batch = synthetic_batch(io, kBatch, 7);
-  std::vector<float> host(kNumParameters);
-  initialize_parameters(5, host.data());
-  const float* flat = io.upload(host);
-  std::vector<const float*> layer_copies;
-  for (const GradientLayer& layer : gradient_layers()) {
-    layer_copies.push_back(io.upload(std::vector<float>(
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset),
-        host.begin() + static_cast<std::ptrdiff_t>(layer.offset + layer.count))));
-  }
-  float* hook_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  float* range_grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  const TwoWayParams params = two_way_params(io, 5);
+  const float* const flat = params.flat;
+  float* const hook_grads = params.grads_a;
+  float* const range_grads = params.grads_b;
   Network hooked(io.device(), kBatch), ranged(io.device(), kBatch);
   int acquired = 0;
   Network::LayerParams by_layer{[&](int k) {
                                   ++acquired;
-                                  return layer_copies[static_cast<std::size_t>(k)];
+                                  return params.layers[static_cast<std::size_t>(k)];
                                 },
                                 [](int) {}};
   hooked.forward_backward(io.stream(), by_layer, batch.images, batch.labels, hook_grads);
@@ -278,12 +279,9 @@ TEST(Network, LayerRangesGiveTheBitsOfTheLayerHook) {
   ranged.loss(io.stream(), flat, batch.labels);
   ranged.backward_layers(io.stream(), flat, kPool2, kSoftmaxLinear, range_grads);
   ranged.backward_layers(io.stream(), flat, kConv1, kNorm2, range_grads);
-  const std::vector<float> ga = io.download(hook_grads, kNumParameters);
+  EXPECT_TRUE(same_bits(io, hook_grads, range_grads, kNumParameters)) << "gradients";
+  EXPECT_TRUE(same_bits(io, hooked.losses(), ranged.losses(), kLossCount)) << "losses";
   const std::vector<float> gb = io.download(range_grads, kNumParameters);
-  EXPECT_EQ(std::memcmp(ga.data(), gb.data(), ga.size() * sizeof(float)), 0);
-  const std::vector<float> la = io.download(hooked.losses(), kLossCount);
-  const std::vector<float> lb = io.download(ranged.losses(), kLossCount);
-  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
   EXPECT_GT(std::count_if(gb.begin(), gb.end(), [](float g) { return g != 0.0f; }), 0);
 }
 

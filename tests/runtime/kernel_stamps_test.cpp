@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends.hpp"
@@ -170,26 +171,47 @@ TEST(KernelStamps, OpStampsConvertItsKernelsAndGiveTheirRecordsBack) {
   EXPECT_NE(device.buffer->acquire().record, nullptr) << "the op gave its records back";
 }
 
+// A cuda span's events on a host stream, as its resolver sees them: the epoch and start
+// events recorded, and the op's stamps taken from `device`'s ring; the test then runs (or
+// does not run) the op's kernels, and resolve() records the end event, waits for it, and
+// returns the span the trace resolved. The host backend has real events, so the
+// resolver's code is the one a cuda run uses.
+struct OneSpan {
+  explicit OneSpan(FakeDevice& device) : rt(host_runtime()), stream(rt->device(0).create_stream()) {
+    events.epoch = rt->device(0).create_event();
+    events.start = rt->device(0).create_event();
+    events.end = rt->device(0).create_event();
+    stream->record(*events.epoch);
+    stream->record(*events.start);
+    events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
+  }
+
+  std::vector<TraceEvent> resolve(const std::string& name) {
+    stream->record(*events.end);
+    stream->synchronize();
+    rt->trace().add_pending(TraceEvent{0, 0, 1, 3, name, 0, 0}, resolve_when_complete(events));
+    events = SpanEvents{};  // the pending span's resolver holds the last reference
+    return rt->trace().take();
+  }
+
+  static std::unique_ptr<Runtime> host_runtime() {
+    RuntimeOptions options;
+    options.backend = BackendChoice::kHost;
+    return Runtime::create(options);
+  }
+
+  std::unique_ptr<Runtime> rt;
+  std::unique_ptr<Stream> stream;
+  SpanEvents events;
+};
+
 TEST(KernelStamps, ResolvedSpanCarriesItsKernelsAndStreamOccupancy) {
   // The resolver of a cuda span, on host events: once the end event completed, the span
   // gets both its event times (stream occupancy) and its kernels' stamps (what ran).
-  RuntimeOptions options;
-  options.backend = BackendChoice::kHost;
-  auto rt = Runtime::create(options);
-  auto stream = rt->device(0).create_stream();
   FakeDevice device(8);
-  SpanEvents events;
-  events.epoch = rt->device(0).create_event();
-  events.start = rt->device(0).create_event();
-  events.end = rt->device(0).create_event();
-  stream->record(*events.epoch);
-  stream->record(*events.start);
-  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
-  device.run(events.stamps->next(), 7'000, 9'000);
-  stream->record(*events.end);
-  stream->synchronize();
-  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "relu", 0, 0}, resolve_when_complete(events));
-  std::vector<TraceEvent> spans = rt->trace().take();
+  OneSpan span(device);
+  device.run(span.events.stamps->next(), 7'000, 9'000);
+  std::vector<TraceEvent> spans = span.resolve("relu");
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_TRUE(spans[0].stamped);
   ASSERT_EQ(spans[0].ran_us.size(), 1u);
@@ -201,23 +223,9 @@ TEST(KernelStamps, AnOpThatLaunchedNoStampedKernelIsNotStamped) {
   // A graph replay (chapter 7) or a cuBLAS-only op takes stamps but launches none of our
   // kernels. Counted as stamped, it made the step's concurrency "from kernel stamps" with
   // no stamp in it: max_concurrent_towers=0 with concurrency_from=kernel_stamps on cuda.
-  RuntimeOptions options;
-  options.backend = BackendChoice::kHost;
-  auto rt = Runtime::create(options);
-  auto stream = rt->device(0).create_stream();
   FakeDevice device(8);
-  SpanEvents events;
-  events.epoch = rt->device(0).create_event();
-  events.start = rt->device(0).create_event();
-  events.end = rt->device(0).create_event();
-  stream->record(*events.epoch);
-  stream->record(*events.start);
-  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
-  stream->record(*events.end);
-  stream->synchronize();
-  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "graph launch", 0, 0},
-                          resolve_when_complete(events));
-  std::vector<TraceEvent> spans = rt->trace().take();
+  OneSpan span(device);
+  std::vector<TraceEvent> spans = span.resolve("graph launch");
   ASSERT_EQ(spans.size(), 1u);
   EXPECT_FALSE(spans[0].stamped);
   EXPECT_FALSE(analyze_step(spans, 3).from_kernel_stamps);
@@ -228,27 +236,13 @@ TEST(KernelStamps, AnOpThatLaunchedNoStampedKernelIsNotStamped) {
 // is not stamped and says its stamps were lost, so the analysis counts it and the program
 // reports it (lost_stamp_ops) instead of silently reading less concurrency.
 std::vector<TraceEvent> resolve_one_span(FakeDevice& device, bool ring_full, bool write) {
-  RuntimeOptions options;
-  options.backend = BackendChoice::kHost;
-  auto rt = Runtime::create(options);
-  auto stream = rt->device(0).create_stream();
-  SpanEvents events;
-  events.epoch = rt->device(0).create_event();
-  events.start = rt->device(0).create_event();
-  events.end = rt->device(0).create_event();
-  stream->record(*events.epoch);
-  stream->record(*events.start);
-  events.stamps = std::make_shared<OpKernelStamps>(device.buffer, StampClock{5'000, 40.0});
-  KernelStamp stamp = events.stamps->next();
+  OneSpan span(device);
+  KernelStamp stamp = span.events.stamps->next();
   if (write) device.run(stamp, 7'000, 9'000);
   if (ring_full) {
-    EXPECT_EQ(events.stamps->next().record, nullptr) << "a ring of one record";
+    EXPECT_EQ(span.events.stamps->next().record, nullptr) << "a ring of one record";
   }
-  stream->record(*events.end);
-  stream->synchronize();
-  rt->trace().add_pending(TraceEvent{0, 0, 1, 3, "relu", 0, 0}, resolve_when_complete(events));
-  events = SpanEvents{};  // the pending span's resolver holds the last reference
-  return rt->trace().take();
+  return span.resolve("relu");
 }
 
 TEST(KernelStamps, ASpanWithALaunchTheFullRingLeftUnstampedSaysItsStampsWereLost) {
