@@ -8,8 +8,10 @@
 // sends the updated parameters around instead of the mean gradients. Same math, same
 // bytes on the wire, 1/N of the optimizer state per device. Every device's memory ledger
 // is printed beside ZeRO's closed form (src/parallel/zero_memory.hpp).
-// ZeRO-2 also keeps only the shard of the mean gradients (the whole buffer lives for one
-// step: src/parallel/zero_gradients.hpp); ZeRO-3 also keeps only the shard of the
+// ZeRO-2 also keeps only the shard of the mean gradients: the backward pass runs bucket by
+// bucket, each bucket reduce-scattered as soon as every tower has computed it, so a tower
+// holds its shard and one bucket of whole gradients (src/parallel/zero_gradients.hpp;
+// --bucket-mb as chapter 6's); ZeRO-3 also keeps only the shard of the
 // parameters, and gathers each layer just before it runs, in the forward pass and again in
 // the backward pass (src/parallel/layer_gather.hpp): no all-gather after the update.
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "base/hash.hpp"
+#include "cli/options.hpp"  // finite_number
 #include "harness/memory_report.hpp"
 #include "harness/overlap_trace.hpp"
 #include "harness/parameter_check.hpp"
@@ -36,6 +39,7 @@
 #include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce.hpp"
+#include "parallel/buckets.hpp"
 #include "parallel/layer_gather.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "parallel/wire_bytes.hpp"
@@ -68,6 +72,7 @@ int main(int argc, char** argv) {
   bool probe = false;
   int zero = 1;
   bool gather_prefetch = true;
+  double bucket_mb = 0;
   std::string optimizer_flag = "sgd";
   InputFlags input_flags;
   CheckFlags check_flags;
@@ -92,6 +97,14 @@ int main(int argc, char** argv) {
          "hides it), for comparison")
       ->check(CLI::IsMember({"on", "off"}))
       ->default_str("on");
+  app.add_option("--bucket-mb", bucket_mb,
+                 "--zero 2 only: largest gradient bucket in MiB, as chapter 6's (consecutive "
+                 "layers join while they fit; 0: one bucket per layer). Each bucket is "
+                 "reduce-scattered as the backward pass finishes it, so a tower holds its "
+                 "gradient shard plus the largest bucket")
+      ->check(finite_number(0, kMaxBucketMb,
+                            " MiB (the whole model is 4.1 MiB, so any cap above it is one bucket)"))
+      ->default_str("0");
 
   return run_program(app, argc, argv, [&] {
     if (zero < 0 || zero > kMaxZeroStage) {
@@ -108,9 +121,17 @@ int main(int argc, char** argv) {
       throw UsageError("--gather-prefetch chooses how ZeRO-3 gathers each layer; with --zero " +
                        std::to_string(zero) + " no layer is gathered. Use it with --zero 3.");
     }
+    if (zero != 2 && app.count("--bucket-mb") > 0) {
+      throw UsageError("--bucket-mb sizes the buckets ZeRO-2 reduce-scatters during the backward "
+                       "pass; with --zero " + std::to_string(zero) + " the gradients are "
+                       "reduced whole after it. Use it with --zero 2.");
+    }
     const Optimizer optimizer = parse_optimizer(optimizer_flag);
     // Checkpoints hold this optimizer's state; --resume refuses one of another optimizer.
     flags.checkpoints.optimizer = optimizer;
+    // From --zero 2 on no tower keeps a whole gradient buffer: make none (see
+    // TowerLayout::whole_gradients; the ledger's peak would count it).
+    flags.layout.whole_gradients = zero < 2;
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
@@ -136,13 +157,16 @@ int main(int argc, char** argv) {
     // shard the tower owns after the reduce-scatter (halves->shard), 1/N of them.
     // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
     // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
-    // (grad_shard) and the whole buffer lives one step (TransientGradients). Parameters:
+    // (grad_shard): with --zero 2 it holds one bucket whole at a time (BucketedGradients),
+    // with --zero 3 the whole buffer for one step (TransientGradients). Parameters:
     // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
     std::vector<float*> params, averages, grad_shard;
     std::vector<Stream*> streams;
     std::vector<Chunk> held;  // the range of the sharded state tower i keeps
     std::vector<Buffer> owned;
-    TransientGradients whole_grads(towers, zero >= 2);
+    TransientGradients whole_grads(towers, zero == 3);
+    std::unique_ptr<BucketedGradients> bucketed;
+    if (zero == 2) bucketed = std::make_unique<BucketedGradients>(towers, *halves, bucket_mb);
     std::vector<OptimizerState> optimizers;  // --optimizer's own state for the same range
     optimizers.reserve(num_gpus);
     for (int i = 0; i < num_gpus; ++i) {
@@ -204,7 +228,8 @@ int main(int argc, char** argv) {
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
-      const std::vector<float*> grads = whole_grads.begin_step();
+      const std::vector<float*> grads = whole_grads.begin_step();  // none with --zero 2
+      std::vector<data::Batch> batches;  // --zero 2: read until every bucket is computed
       for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop; ZeRO-3 gathers layers
         Tower& tower = *towers[i];
         const data::Batch batch = inputs[i].next();
@@ -212,10 +237,19 @@ int main(int argc, char** argv) {
         tower.stream->wait(*batch.ready);
         if (zero == 3) {
           tower_loss(tower, gather->hooks(i), batch);
+        } else if (zero == 2) {
+          tower_forward(tower, params[i], batch);  // the backward pass follows, by bucket
+          batches.push_back(batch);
+          continue;
         } else {
           tower_loss(tower, params[i], batch);
         }
         inputs[i].release(batch, *tower.stream);
+      }
+      if (zero == 2) {  // every tower's backward pass, each bucket reduce-scattered in it
+        bucketed->backward(std::vector<const float*>(params.begin(), params.end()), grad_shard,
+                           streams);
+        for (int i = 0; i < num_gpus; ++i) inputs[i].release(batches[i], *streams[i]);
       }
       const float lr = learning_rate(global_step, steps_per_decay);
       const float decay = moving_average_decay(global_step);
@@ -227,11 +261,12 @@ int main(int argc, char** argv) {
           update_moving_averages(*streams[i], decay, params[i], averages[i]);
         }
       } else {  // ZeRO-1/2/3: the update between the all-reduce's two halves
-        halves->reduce_scatter(grads, kAll, streams);  // tower i: the mean of its shard only
+        // Tower i: the mean of its shard only (--zero 2: already, bucket by bucket).
+        if (zero != 2) halves->reduce_scatter(grads, kAll, streams);
         for (int i = 0; i < num_gpus; ++i) {
           const Chunk mine = halves->shard(kAll, i);
           const int n = static_cast<int>(mine.size);
-          if (zero >= 2) {  // keep the shard; the whole buffer goes at the step's end
+          if (zero == 3) {  // keep the shard; the whole buffer goes at the step's end
             streams[i]->copy(grad_shard[i], grads[i] + mine.offset, mine.size * sizeof(float),
                              "keep gradient shard");
           }
@@ -247,6 +282,7 @@ int main(int argc, char** argv) {
       step.enqueued();
       training.runtime().synchronize();
       whole_grads.end_step();
+      if (bucketed) bucketed->end_step();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
       ++steps_run;
@@ -261,13 +297,17 @@ int main(int argc, char** argv) {
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
         .add("averages_hash", hash_of_averages(averages, held, streams));
+    if (zero == 2) {
+      extra.add("gradient_buckets", static_cast<long long>(bucketed->buckets().size()));
+    }
     if (zero == 3) {
       extra.add("gather_prefetch", std::string(gather_prefetch ? "on" : "off"))
           .add("gather_overlap", gathers.overlap_comm(), 3)
           .add("exposed_gather_ms", gathers.exposed_comm_ms(), 3);
     }
     extra.append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
-                             num_gpus, zero, optimizer_state_bytes(optimizer), wire.total(),
+                             num_gpus, zero, optimizer_state_bytes(optimizer),
+                             bucketed ? bucketed->largest_bucket() : kAll, wire.total(),
                              steps_run));
     return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")", collectives,
                            extra);

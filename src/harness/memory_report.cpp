@@ -77,11 +77,13 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
 }
 
 Summary report_zero(Runtime& runtime, int devices, int towers, int stage,
-                    double optimizer_bytes, std::uint64_t wire_bytes, int steps) {
+                    double optimizer_bytes, std::size_t gradient_bucket,
+                    std::uint64_t wire_bytes, int steps) {
   const double psi = static_cast<double>(model::kNumParameters);
   const double window = static_cast<double>(LayerGather::window_elements());
   ZeroSizes sizes{psi, towers, 4, 4, optimizer_bytes};
-  sizes.gradient_bucket = stage >= 2 ? psi : 0;  // the whole buffer, one step at a time
+  // Held whole for a moment: one bucket at a time (stage 2), the whole buffer (stage 3).
+  sizes.gradient_bucket = stage >= 2 ? static_cast<double>(gradient_bucket) : 0;
   sizes.parameter_window = stage == 3 ? window : 0;
   const int towers_per_device = towers / devices;
   Summary summary = report_memory(runtime, devices, towers_per_device, stage, sizes);

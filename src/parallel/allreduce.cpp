@@ -3,6 +3,7 @@
 // chunks, and the argument checks.
 #include "parallel/allreduce.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +22,12 @@ Chunk ring_chunk(std::size_t count, int towers, int index) {
   const std::size_t base = count / n;
   const std::size_t extra = count % n;
   return Chunk{i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
+}
+
+Chunk overlap(Chunk a, Chunk b) {
+  const std::size_t begin = std::max(a.offset, b.offset);
+  const std::size_t end = std::min(a.offset + a.size, b.offset + b.size);
+  return end > begin ? Chunk{begin, end - begin} : Chunk{begin, 0};
 }
 
 namespace detail {
@@ -55,6 +62,15 @@ void check_average_arguments(std::string_view who, std::span<const int> device_o
                                   std::to_string(device_of_tower[i]) + " but its stream is on device " +
                                   std::to_string(device));
     }
+  }
+}
+
+void check_bucket(std::string_view who, std::size_t count, Chunk bucket) {
+  if (bucket.offset > count || bucket.size > count - bucket.offset) {
+    throw std::invalid_argument(std::string(who) + " reduce-scatter: the bucket of " +
+                                std::to_string(bucket.size) + " elements from element " +
+                                std::to_string(bucket.offset) + " does not lie inside the " +
+                                std::to_string(count) + "-element buffer");
   }
 }
 

@@ -63,6 +63,10 @@ struct Chunk {
 /// Chunk `index` (0..towers-1) of `count` elements split `towers` ways.
 Chunk ring_chunk(std::size_t count, int towers, int index);
 
+/// The elements two ranges of one buffer share; size 0 when they do not meet (chapter 8:
+/// the part of a gradient bucket inside a tower's shard).
+Chunk overlap(Chunk a, Chunk b);
+
 /// The ring all-reduce, on either backend. Tower i lives on runtime device
 /// device_of_tower[i]; several towers may share a device (towers per device).
 /// Allocates, once, one receive buffer of ceil(max_count / towers) floats per tower on
@@ -106,6 +110,17 @@ class ShardedCollectives {
   virtual void reduce_scatter(std::span<float* const> buffers, std::size_t count,
                               std::span<Stream* const> streams) = 0;
 
+  /// reduce_scatter() of one bucket, a range of a `count`-element buffer (ZeRO-2 reduces
+  /// each bucket of gradients as the backward pass finishes it, chapter 8). buckets[i]
+  /// holds tower i's elements bucket.offset .. bucket.offset + bucket.size - 1, from
+  /// buckets[i][0] on; afterwards the part of it inside shard(count, i) holds their mean
+  /// and the rest is scratch. The shards are the whole buffer's, so the buckets of one
+  /// buffer, reduced one after another, leave each tower the mean of its shard, as one
+  /// reduce_scatter() of the buffer would. Throws as reduce_scatter(), and
+  /// std::invalid_argument when the bucket does not lie inside [0, count).
+  virtual void reduce_scatter_bucket(std::span<float* const> buckets, std::size_t count,
+                                     Chunk bucket, std::span<Stream* const> streams) = 0;
+
   /// Enqueues: shard(count, j) of every buffers[j] is copied into the same range of every
   /// other tower's buffer, so each ends holding all shards. Throws as reduce_scatter().
   virtual void all_gather(std::span<float* const> buffers, std::size_t count,
@@ -118,14 +133,17 @@ class ShardedCollectives {
 /// The ring's two halves (the same steps as make_ring_allreduce, whose average() is
 /// reduce_scatter() followed by all_gather(), bit for bit). Tower r owns chunk r+1 (mod
 /// towers) of ring_chunk: the chunk its last reduce-scatter step completes. Allocates and
-/// counts into `wire` as make_ring_allreduce.
+/// counts into `wire` as make_ring_allreduce. reduce_scatter_bucket() adds every element
+/// in the order reduce_scatter() does, so its means are the same bits, and moves the same
+/// bytes over the links in all.
 std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
                                                           std::span<const int> device_of_tower,
                                                           std::size_t max_count,
                                                           WireBytes* wire = nullptr);
 
 /// ncclReduceScatter (ncclAvg) and ncclAllGather in place, tower r owning chunk r of
-/// count / towers elements. Throws UsageError as make_nccl_allreduce, and, from the calls,
+/// count / towers elements; reduce_scatter_bucket() is one ncclReduce (ncclAvg) to each
+/// owner of the part of the bucket in its shard. Throws UsageError as make_nccl_allreduce, and, from the calls,
 /// std::invalid_argument when count is not a multiple of the towers (NCCL's chunks are
 /// equal: pad the buffer).
 std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime& runtime,

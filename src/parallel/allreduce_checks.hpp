@@ -6,9 +6,11 @@
 // instead of a copy from the wrong device's memory.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
+#include "parallel/allreduce.hpp"
 #include "runtime/runtime.hpp"
 
 namespace towers::detail {
@@ -21,5 +23,9 @@ void check_towers(std::string_view who, Runtime& runtime, std::span<const int> d
 /// streams[i] runs on device device_of_tower[i].
 void check_average_arguments(std::string_view who, std::span<const int> device_of_tower,
                              std::span<float* const> buffers, std::span<Stream* const> streams);
+
+/// Throws std::invalid_argument unless `bucket` lies inside [0, count)
+/// (ShardedCollectives::reduce_scatter_bucket).
+void check_bucket(std::string_view who, std::size_t count, Chunk bucket);
 
 }  // namespace towers::detail

@@ -111,6 +111,26 @@ class NcclCollectives final : public ShardedCollectives {
     });
   }
 
+  // NCCL's reduce-scatter takes equal chunks of its buffer, which a bucket's parts of the
+  // shards are not: one ncclReduce (ncclAvg) per owner instead, every rank calling them in
+  // the same order, all in one group.
+  void reduce_scatter_bucket(std::span<float* const> buckets, std::size_t count, Chunk bucket,
+                             std::span<Stream* const> streams) override {
+    check(buckets, count, streams);
+    detail::check_bucket("nccl", count, bucket);
+    if (bucket.size == 0) return;
+    std::vector<cudaStream_t> handles(streams.size());
+    enqueue_from(0, span::kNcclReduceScatter, streams, handles, [&](std::size_t r) {
+      for (std::size_t owner = 0; owner < comms_.size(); ++owner) {
+        const Chunk part = overlap(shard(count, static_cast<int>(owner)), bucket);
+        if (part.size == 0) continue;
+        float* data = buckets[r] + (part.offset - bucket.offset);
+        NCCL_CHECK(ncclReduce(data, data, part.size, ncclFloat, ncclAvg, static_cast<int>(owner),
+                              comms_[r], handles[r]));
+      }
+    });
+  }
+
   void all_gather(std::span<float* const> buffers, std::size_t count,
                   std::span<Stream* const> streams) override {
     check(buffers, count, streams);

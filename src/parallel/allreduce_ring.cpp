@@ -35,6 +35,11 @@
 // first step needs no more: its start marker done_[r][n-1], recorded after that update,
 // is what tower r+1 waits for before copying chunk r+1 out of r's buffer, and each chunk
 // a tower forwards during the gather is written once, one step before it is read.
+//
+// ZeRO-2 reduces one bucket of the buffer at a time (reduce_scatter_bucket): the same
+// steps, the same chunks of the whole buffer, each step moving only the part of its chunk
+// inside the bucket. Every element meets the same adds in the same order, and crosses the
+// same links, as in one reduce_scatter() of the whole buffer.
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
@@ -96,7 +101,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
   void average(std::span<float* const> buffers, std::size_t count,
                std::span<Stream* const> streams) override {
     if (!start(buffers, count, streams, 0)) return;  // the mean of one buffer is itself
-    enqueue_steps(0, steps(), buffers, count, streams);
+    enqueue_steps(0, steps(), buffers, count, streams, Chunk{0, count});
     release_after(steps(), streams);
   }
 
@@ -104,7 +109,18 @@ class Ring final : public AllReduce, public ShardedCollectives {
   void reduce_scatter(std::span<float* const> buffers, std::size_t count,
                       std::span<Stream* const> streams) override {
     if (!start(buffers, count, streams, 0)) return;
-    enqueue_steps(0, towers() - 1, buffers, count, streams);
+    enqueue_steps(0, towers() - 1, buffers, count, streams, Chunk{0, count});
+    release_after(towers() - 1, streams);
+  }
+
+  // The first half on one bucket of the buffer: the same steps, each moving only the part
+  // of its chunk inside the bucket. An element is still added in its chunk's order (the
+  // chunks are the whole buffer's), so it ends with the bits reduce_scatter() gives it.
+  void reduce_scatter_bucket(std::span<float* const> buckets, std::size_t count, Chunk bucket,
+                             std::span<Stream* const> streams) override {
+    detail::check_bucket("ring", count, bucket);
+    if (!start(buckets, count, streams, 0) || bucket.size == 0) return;
+    enqueue_steps(0, towers() - 1, buckets, count, streams, bucket);
     release_after(towers() - 1, streams);
   }
 
@@ -113,7 +129,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
   void all_gather(std::span<float* const> buffers, std::size_t count,
                   std::span<Stream* const> streams) override {
     if (!start(buffers, count, streams, towers() - 1)) return;
-    enqueue_steps(towers() - 1, steps(), buffers, count, streams);
+    enqueue_steps(towers() - 1, steps(), buffers, count, streams, Chunk{0, count});
     release_after(steps(), streams);
   }
 
@@ -143,8 +159,10 @@ class Ring final : public AllReduce, public ShardedCollectives {
   }
 
   // Steps [first, end): reduce-scatter steps below n-1, all-gather steps from there.
+  // `window`: the range of the count-element buffer that buffers[r] holds, {0, count}
+  // unless one bucket is reduce-scattered (reduce-scatter steps only).
   void enqueue_steps(int first, int end, std::span<float* const> buffers, std::size_t count,
-                     std::span<Stream* const> streams) {
+                     std::span<Stream* const> streams, Chunk window) {
     const int n = towers();
     // Step-major order: every record of step g is enqueued before any wait of step g+1,
     // so each wait refers to this call's record (waits take the latest one).
@@ -155,7 +173,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
         // Waits for the left neighbour's step g-1: the chunk it sends now is final.
         stream.wait(*done_[left][g]);
         if (g < n - 1) {
-          reduce_step(stream, g, count, buffers[left], buffers[r], r);
+          reduce_step(stream, g, count, window, buffers[left], buffers[r], r);
         } else {
           gather_step(stream, g - (n - 1), count, buffers[left], buffers[r], r);
         }
@@ -170,19 +188,27 @@ class Ring final : public AllReduce, public ShardedCollectives {
     for (int r = 0; r < towers(); ++r) streams[r]->wait(*done_[wrap(r + 1, towers())][last]);
   }
 
-  // Reduce-scatter step s on tower r: receive chunk (r-1-s) from the left, add it in.
+  // The part of `chunk` inside `window`, with its offset counted from the window's start
+  // (where a bucket's buffer begins); empty when they do not meet.
+  static Chunk within(Chunk chunk, Chunk window) {
+    const Chunk part = overlap(chunk, window);
+    return part.size > 0 ? Chunk{part.offset - window.offset, part.size} : Chunk{0, 0};
+  }
+
+  // Reduce-scatter step s on tower r: receive chunk (r-1-s) from the left, add it in (its
+  // part inside `window`, where left and mine begin).
   // An empty chunk (count < n) still enqueues its empty copy, so every step is traced.
-  void reduce_step(Stream& stream, int s, std::size_t count, const float* left, float* mine,
-                   int r) {
+  void reduce_step(Stream& stream, int s, std::size_t count, Chunk window, const float* left,
+                   float* mine, int r) {
     const int n = towers();
-    const Chunk c = ring_chunk(count, n, wrap(r - 1 - s, n));
+    const Chunk c = within(ring_chunk(count, n, wrap(r - 1 - s, n)), window);
     float* receive = receive_[r].as<float>();
     stream.copy(receive, left + c.offset, c.size * sizeof(float), reduce_names_[s]);
     count_wire(wrap(r - 1, n), r, c.size);
     if (c.size > 0) add_into(stream, add_names_[s], static_cast<int>(c.size), receive, mine + c.offset);
     if (s == n - 2) {
       // The chunk r now owns, (r+1), holds the sum over all towers: make it the mean.
-      const Chunk owned = ring_chunk(count, n, wrap(r + 1, n));
+      const Chunk owned = within(ring_chunk(count, n, wrap(r + 1, n)), window);
       if (owned.size > 0) {
         scale(stream, static_cast<int>(owned.size), 1.0f / static_cast<float>(n), mine + owned.offset);
       }

@@ -55,7 +55,9 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
                                               MemoryCategory::kActivations);
       tower->labels = tower->device->allocate(sizeof(int) * layout.batch_size,
                                               MemoryCategory::kActivations);
-      tower->grads = tower->device->allocate(param_bytes, MemoryCategory::kGradients);
+      if (layout.whole_gradients) {
+        tower->grads = tower->device->allocate(param_bytes, MemoryCategory::kGradients);
+      }
       tower->losses = tower->device->allocate_pinned(sizeof(float) * model::kLossCount);
       tower->done = tower->device->create_wait_event();
       set.towers.push_back(std::move(tower));

@@ -31,7 +31,7 @@ struct Tower {
   std::unique_ptr<model::Network> network;  ///< activations and workspace of the model
   Buffer images;                     ///< [batch, 24, 24, 3] float on `device`
   Buffer labels;                     ///< [batch] int32 on `device`
-  Buffer grads;                      ///< [kNumParameters] float on `device`
+  Buffer grads;                      ///< [kNumParameters] float on `device` (or none: TowerLayout)
   Buffer losses;                     ///< pinned host [model::kLossCount], copied each step
   std::unique_ptr<Event> done;       ///< recorded after this tower's backward pass
 
@@ -49,6 +49,10 @@ struct TowerLayout {
   /// Device of the first tower; the others follow cyclically (chapter 5: local rank
   /// modulo the GPUs, so ranks on one machine spread over its GPUs).
   int first_device = 0;
+  /// Give each tower its whole gradient buffer (Tower::grads). Chapter 8's ZeRO-2 and -3
+  /// never hold one for long (zero_gradients.hpp), so they make none here: a buffer made
+  /// and freed before the first step would still set the ledger's peak.
+  bool whole_gradients = true;
 };
 
 /// The towers of a run and the parameter copies they read.

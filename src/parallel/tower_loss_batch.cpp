@@ -48,4 +48,13 @@ void tower_loss(Tower& tower, const model::Network::LayerParams& params, const d
               "copy loss");
 }
 
+void tower_forward(Tower& tower, const float* params, const data::Batch& batch) {
+  check_batch(tower, batch);
+  Stream& stream = *tower.stream;
+  tower.network->forward(stream, params, batch.images, batch.labels);
+  // The losses are final after the forward pass; the backward pass only reads them.
+  stream.copy(tower.losses.data(), tower.network->losses(), sizeof(float) * model::kLossCount,
+              "copy loss");
+}
+
 }  // namespace towers

@@ -30,4 +30,10 @@ void tower_loss(Tower& tower, const float* params, const data::Batch& batch,
 /// parameters and gather each layer when it runs. Introduced in chapter 8.
 void tower_loss(Tower& tower, const model::Network::LayerParams& params, const data::Batch& batch);
 
+/// The first half of the first: the forward pass and loss, and the copy of the three
+/// losses to tower.losses; no backward pass. Chapter 8's ZeRO-2 enqueues that itself,
+/// bucket by bucket (BucketedGradients), with the same ops on the same values. Throws as
+/// the first. Introduced in chapter 8.
+void tower_forward(Tower& tower, const float* params, const data::Batch& batch);
+
 }  // namespace towers

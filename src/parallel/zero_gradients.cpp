@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/zero_gradients.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "model/gradient_layers.hpp"
+#include "model/network.hpp"
 #include "model/parameters.hpp"
 
 namespace towers {
@@ -27,6 +34,85 @@ void TransientGradients::end_step() {
   if (!transient_) return;
   // The streams are done with them (the caller synchronized): freeing cannot race.
   for (auto& tower : towers_) tower->grads = Buffer();
+}
+
+namespace {
+
+// The model layer (Network's Layer: conv1 = 0 ... softmax_linear = 8) of gradient layer k.
+int model_layer_of(int k) {
+  const auto& names = model::Network::layer_names();
+  const auto it = std::find(names.begin(), names.end(), model::gradient_layers()[k].name);
+  if (it == names.end()) {
+    throw std::logic_error("no model layer is named " + model::gradient_layers()[k].name);
+  }
+  return static_cast<int>(it - names.begin());
+}
+
+// The backward pass writes a variable's gradient at grads + its offset in the flat buffer.
+// Handing it this address for a bucket buffer makes the bucket's layers land in it, from
+// its first element on; the pass writes only the layers it is asked for, all inside the
+// bucket. (An address, computed as an integer: it lies before the buffer, where pointer
+// arithmetic in C++ may not go, and nothing is ever read or written there.)
+float* as_if_whole(float* bucket_buffer, std::size_t bucket_offset) {
+  return reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(bucket_buffer) -
+                                  bucket_offset * sizeof(float));
+}
+
+}  // namespace
+
+BucketedGradients::BucketedGradients(std::vector<std::unique_ptr<Tower>>& towers,
+                                     ShardedCollectives& collectives, double bucket_mb)
+    : towers_(towers), collectives_(collectives), buckets_(make_buckets(bucket_mb)) {
+  // Bucket b's layers: from below the previous bucket's last layer (the top of the model
+  // for the first) down to its own last layer, or to conv1 for the last bucket, so that
+  // layers without variables (pooling, normalization) run with the bucket they precede.
+  int above = model::kLayerCount;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const int lowest = b + 1 == buckets_.size() ? 0 : model_layer_of(buckets_[b].last_layer);
+    last_.push_back(above - 1);
+    first_.push_back(lowest);
+    above = lowest;
+    largest_ = std::max(largest_, buckets_[b].count);
+  }
+  for (auto& tower : towers_) tower->grads = Buffer();  // never whole at this stage
+}
+
+void BucketedGradients::backward(std::span<const float* const> params,
+                                 std::span<float* const> grad_shard,
+                                 std::span<Stream* const> streams) {
+  const std::size_t count = model::kNumParameters;
+  if (buffers_.empty()) {
+    for (auto& tower : towers_) {
+      buffers_.push_back(
+          tower->device->allocate(largest_ * sizeof(float), MemoryCategory::kGradients));
+    }
+  }
+  std::vector<float*> bucket_buffers;
+  for (Buffer& buffer : buffers_) bucket_buffers.push_back(buffer.as<float>());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Chunk bucket{buckets_[b].offset, buckets_[b].count};
+    // Every tower's part of the backward pass that finishes this bucket, then the bucket's
+    // reduce-scatter; the next bucket's layers overwrite the buffer only after it (same
+    // stream, and the collective's contract: the other towers have read it by then).
+    for (std::size_t i = 0; i < towers_.size(); ++i) {
+      towers_[i]->network->backward_layers(*streams[i], params[i], first_[b], last_[b],
+                                           as_if_whole(bucket_buffers[i], bucket.offset));
+    }
+    collectives_.reduce_scatter_bucket(bucket_buffers, count, bucket, streams);
+    for (std::size_t i = 0; i < towers_.size(); ++i) {
+      const Chunk mine = collectives_.shard(count, static_cast<int>(i));
+      const Chunk part = overlap(mine, bucket);
+      if (part.size == 0) continue;
+      streams[i]->copy(grad_shard[i] + (part.offset - mine.offset),
+                       bucket_buffers[i] + (part.offset - bucket.offset),
+                       part.size * sizeof(float), "keep gradient shard");
+    }
+  }
+}
+
+void BucketedGradients::end_step() {
+  // The streams are done with them (the caller synchronized): freeing cannot race.
+  buffers_.clear();
 }
 
 }  // namespace towers

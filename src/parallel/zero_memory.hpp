@@ -21,7 +21,9 @@
 // what stages 2 and 3 need for a moment, and the ledger measures the peak, so the
 // formula takes two transient terms (0 in the paper's count):
 //   stage 2-3: + b_g B  the gradients the backward pass writes whole before they are
-//                        reduce-scattered (chapter 8: B = Ψ, the whole model is one bucket)
+//                        reduce-scattered (chapter 8: at stage 2 B = the largest bucket,
+//                        each bucket reduce-scattered as the backward pass finishes it;
+//                        at stage 3 B = Ψ, the whole model is one bucket)
 //   stage 3:   + b_p W  the gathered layers held at once (chapter 8: W = the two largest
 //                        consecutive layers in the order the passes use them, since the
 //                        next layer's gather is prefetched while one computes)

@@ -81,6 +81,38 @@ TEST(CudaNccl, EqualsTheRingAndTheExactMean) {
   }
 }
 
+// ZeRO-2's reduce-scatter of one bucket at a time, on GPUs, for NCCL (one ncclReduce per
+// owner of a part of the bucket) and the ring: after three uneven buckets, one inside a
+// shard and two across shard boundaries, each tower's shard holds the exact mean.
+TEST(CudaNccl, ReduceScatterBucketByBucketLeavesEachShardTheExactMean) {
+  TOWERS_NEED_GPU();
+  auto rt = cuda_runtime();
+  const int n = power_of_two_gpus();
+  const auto placement = round_robin(n, n);
+  const std::size_t count = 4000 * static_cast<std::size_t>(n);  // NCCL's chunks are equal
+  const std::vector<Chunk> buckets = {{0, 300}, {300, count - 1300}, {count - 1000, 1000}};
+  const auto mean = expected_mean(n, count);
+  for (const bool use_nccl : {true, false}) {
+    auto collectives = use_nccl ? make_nccl_collectives(*rt, placement)
+                                : make_ring_collectives(*rt, placement, count);
+    TowerBuffers towers(*rt, placement, count);
+    towers.upload();
+    for (const Chunk& bucket : buckets) {
+      std::vector<float*> parts;
+      for (float* buffer : towers.buffers()) parts.push_back(buffer + bucket.offset);
+      collectives->reduce_scatter_bucket(parts, count, bucket, towers.streams());
+    }
+    const auto got = towers.download();
+    for (int t = 0; t < n; ++t) {
+      const Chunk mine = collectives->shard(count, t);
+      for (std::size_t e = mine.offset; e < mine.offset + mine.size; ++e) {
+        ASSERT_EQ(got[t][e], mean[e]) << collectives->name() << " n=" << n << " tower " << t
+                                      << " element " << e;
+      }
+    }
+  }
+}
+
 TEST(CudaNccl, TwoTowersOnOneGpuAreRefusedWithAHint) {
   TOWERS_NEED_GPU();
   auto rt = cuda_runtime();

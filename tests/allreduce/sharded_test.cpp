@@ -4,8 +4,10 @@
 // their composition, bit for bit, on inputs where the order of the adds matters.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <vector>
@@ -148,6 +150,60 @@ TEST_P(Sharded, RingAllReduceKeepsItsOrderOfAdds) {
       }
     }
   }
+}
+
+// ZeRO-2's buckets: the buffer reduce-scattered one bucket at a time, each bucket in a
+// buffer of its own, must leave every tower's shard with the bits one reduce_scatter() of
+// the whole buffer leaves (the ring adds each element in its chunk's order either way), and
+// move the same bytes over the links. Buckets of uneven sizes, some inside one chunk, some
+// across several, one empty.
+TEST_P(Sharded, ReduceScatterBucketByBucketGivesTheWholeBuffersBits) {
+  const int n = GetParam();
+  auto rt = host_runtime(n);
+  const std::size_t count = 7 * n + 3;
+  const std::vector<Chunk> buckets = {{0, 2}, {2, 0}, {2, 3 * static_cast<std::size_t>(n)},
+                                      {3 * static_cast<std::size_t>(n) + 2, 1},
+                                      {3 * static_cast<std::size_t>(n) + 3, 4 * static_cast<std::size_t>(n)}};
+  WireBytes whole_wire, bucket_wire;
+  auto whole = make_ring_collectives(*rt, round_robin(n, n), count, &whole_wire);
+  auto by_bucket = make_ring_collectives(*rt, round_robin(n, n), count, &bucket_wire);
+  TowerBuffers a(*rt, round_robin(n, n), count);
+  upload_random(a, 13);
+  const auto inputs = a.download();
+  whole->reduce_scatter(a.buffers(), count, a.streams());
+  const auto expected = a.download();
+
+  std::vector<std::vector<float>> got(n, std::vector<float>(count));
+  for (const Chunk& bucket : buckets) {
+    TowerBuffers b(*rt, round_robin(n, n), std::max<std::size_t>(bucket.size, 1));
+    for (int t = 0; t < n; ++t) {
+      b.stream(t).copy(b.buffers()[t], inputs[t].data() + bucket.offset, bucket.size * sizeof(float));
+    }
+    by_bucket->reduce_scatter_bucket(b.buffers(), count, bucket, b.streams());
+    const auto out = b.download();
+    for (int t = 0; t < n; ++t) {
+      std::copy_n(out[t].begin(), bucket.size, got[t].begin() + static_cast<std::ptrdiff_t>(bucket.offset));
+    }
+  }
+  for (int t = 0; t < n; ++t) {
+    const Chunk mine = by_bucket->shard(count, t);
+    ASSERT_EQ(mine.offset, whole->shard(count, t).offset);
+    EXPECT_EQ(std::memcmp(got[t].data() + mine.offset, expected[t].data() + mine.offset,
+                          mine.size * sizeof(float)), 0)
+        << "n=" << n << " tower " << t;
+  }
+  EXPECT_EQ(bucket_wire.total(), whole_wire.total()) << "n=" << n;
+  EXPECT_EQ(whole_wire.total(), (n - 1) * count * sizeof(float)) << "n=" << n;
+}
+
+TEST(Sharded, ABucketOutsideTheBufferIsRefused) {
+  auto rt = host_runtime(2);
+  auto ring = make_ring_collectives(*rt, round_robin(2, 2), 10);
+  TowerBuffers towers(*rt, round_robin(2, 2), 4);
+  EXPECT_THROW(ring->reduce_scatter_bucket(towers.buffers(), 10, Chunk{8, 4}, towers.streams()),
+               std::invalid_argument);
+  EXPECT_THROW(ring->reduce_scatter_bucket(towers.buffers(), 10, Chunk{11, 0}, towers.streams()),
+               std::invalid_argument);
 }
 
 TEST(Sharded, ShardOwnedByTowerIsTheChunkItsLastReduceStepCompletes) {

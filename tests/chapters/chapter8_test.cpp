@@ -23,6 +23,7 @@
 #include "model/gradient_layers.hpp"
 #include "model/optimizer_kind.hpp"
 #include "model/parameters.hpp"
+#include "parallel/buckets.hpp"
 #include "parallel/layer_gather.hpp"
 #include "parallel/zero_memory.hpp"
 #include "program.hpp"
@@ -81,9 +82,21 @@ TEST_P(ShardedTowers, EveryStageIsChapterFoursMathBitForBit) {
   }
 }
 
+// The gradients a tower holds whole for a moment at ZeRO `stage`: at stage 2 the largest
+// of chapter 6's buckets for --bucket-mb `bucket_mb` (one bucket of whole layers at a
+// time), at stage 3 the whole buffer of the step; none below.
+double held_whole(int stage, double bucket_mb = 0) {
+  if (stage < 2) return 0;
+  if (stage == 3) return kPsi;
+  std::size_t largest = 0;
+  for (const Bucket& bucket : make_buckets(bucket_mb)) largest = std::max(largest, bucket.count);
+  return static_cast<double>(largest);
+}
+
 // The ledger against the formula. A whole category is exactly 4Ψ bytes. A sharded one is
-// one shard, plus what the stage holds for a moment: at stages 2-3 the whole gradient
-// buffer of the step (B = Ψ), at stage 3 the gathered layers (W = the largest two
+// one shard, plus what the stage holds for a moment: at stage 2 the largest gradient
+// bucket, at stage 3 the whole gradient buffer of the step (B = Ψ) and the gathered
+// layers (W = the largest two
 // consecutive layers, LayerGather::window_elements()). The shards differ by at most one
 // element, so the largest device's peak lies in [formula, formula + 4): one float.
 // Bytes on the wire, in the same one-step runs, as the ring and the layer gathers count
@@ -102,7 +115,7 @@ TEST_P(ShardedTowers, PeakBytesAndBytesOnTheWireEqualTheFormulas) {
                                    std::to_string(stage));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     ZeroSizes sizes{kPsi, n, 4, 4, 4};
-    sizes.gradient_bucket = stage >= 2 ? kPsi : 0;
+    sizes.gradient_bucket = held_whole(stage);
     sizes.parameter_window = stage == 3 ? static_cast<double>(LayerGather::window_elements()) : 0;
     const ZeroBytes formula = zero_bytes_per_device(stage, sizes);
     const std::pair<const char*, double> categories[] = {
@@ -124,6 +137,45 @@ TEST_P(ShardedTowers, PeakBytesAndBytesOnTheWireEqualTheFormulas) {
     EXPECT_EQ(r.number("wire_bytes"), wire) << "stage " << stage << ", " << n << " devices";
     EXPECT_EQ(r.number("formula_wire_bytes_per_step"), wire) << "stage " << stage;
   }
+}
+
+// ZeRO-2 reduce-scatters each bucket of gradients as the backward pass finishes it, so a
+// tower never holds the whole gradient: its peak is its shard plus the largest bucket
+// (local3's 885,120 gradients with the default --bucket-mb 0, one bucket per layer), less
+// than the shard plus Ψ that reducing the whole buffer after the backward pass holds.
+// --bucket-mb 5 makes the whole model one bucket, and the peak is that again: the flag
+// changes the ledger as the formula says, and neither changes the math. Three devices:
+// Ψ does not divide by 3, so the largest device's shard is one element over Ψ/N.
+TEST(ShardedTowers, ZeroTwoHoldsItsShardAndOneBucketNotTheWholeGradient) {
+  const std::string args = kMath + "--devices 3 --zero 2 ";
+  const double shard = kPsi / 3;
+  auto buckets = run("08_sharded", args);
+  auto one = run("08_sharded", args + "--bucket-mb 5");
+  auto z1 = run("08_sharded", kMath + "--devices 3 --zero 1");
+  ASSERT_EQ(buckets.exit_code, 0) << buckets.output;
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(z1.exit_code, 0) << z1.output;
+  EXPECT_EQ(buckets.last("gradient_buckets"), "5");
+  EXPECT_EQ(one.last("gradient_buckets"), "1");
+
+  const double local3 = held_whole(2);
+  EXPECT_EQ(local3, 885120.0) << "the largest layer, local3, is the largest bucket";
+  const double peak = buckets.number("peak_gradients_bytes");
+  EXPECT_GE(peak, 4 * (shard + local3));
+  EXPECT_LT(peak, 4 * (shard + local3) + 4);
+  EXPECT_LT(peak, 4 * (shard + kPsi)) << "the whole gradient buffer was held: " << buckets.output;
+  EXPECT_NEAR(buckets.number("formula_gradient_bucket_bytes"), 4 * local3, 0.05);
+
+  EXPECT_EQ(held_whole(2, 5), kPsi);
+  const double whole = one.number("peak_gradients_bytes");
+  EXPECT_GE(whole, 4 * (shard + kPsi));
+  EXPECT_LT(whole, 4 * (shard + kPsi) + 4);
+  EXPECT_NEAR(one.number("formula_gradient_bucket_bytes"), 4 * kPsi, 0.05);
+
+  // Same adds in the same order, bucket by bucket or whole: ZeRO-1's bits.
+  EXPECT_EQ(buckets.last("averages_hash"), z1.last("averages_hash"));
+  EXPECT_EQ(one.last("averages_hash"), z1.last("averages_hash"));
+  EXPECT_EQ(buckets.last("final_loss"), z1.last("final_loss"));
 }
 
 // ZeRO-3's gathers hidden behind compute, on a slow link, measured from the trace as
@@ -289,6 +341,13 @@ TEST(ShardedTowers, WhatIsNotAStageIsRefusedBeforeTraining) {
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_NE(p.output.find("Use it with --zero 3"), std::string::npos) << p.output;
   EXPECT_EQ(p.output.find("step 0"), std::string::npos) << "refused before the first step";
+  // Only ZeRO-2 reduce-scatters in buckets: the bucket size means nothing elsewhere.
+  for (const char* stage : {"0", "1", "3"}) {
+    auto b = run("08_sharded", kOneStep + "--devices 2 --bucket-mb 1 --zero " + stage);
+    EXPECT_EQ(b.exit_code, 2) << b.output;
+    EXPECT_NE(b.output.find("Use it with --zero 2"), std::string::npos) << b.output;
+    EXPECT_EQ(b.output.find("step 0"), std::string::npos) << "refused before the first step";
+  }
 }
 
 
