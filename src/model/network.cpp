@@ -311,14 +311,14 @@ void Network::loss(Stream& stream, const float* params, const int* labels) {
 }
 
 void Network::backward_layers(Stream& stream, const float* params, int first, int last,
-                              float* grads) {
+                              float* grads, std::size_t grads_from) {
   if (first < 0 || first > last || last >= kLayerCount) {
     throw std::out_of_range("Network::backward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
   const ParamSource flat(params);
   for (int layer = last; layer >= first; --layer) {
-    impl_->backward_layer(stream, layer, flat, grads, nullptr);
+    impl_->backward_layer(stream, layer, flat, grads, grads_from, nullptr);
   }
 }
 

@@ -13,6 +13,7 @@
 // Introduced in chapter 1.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -121,8 +122,11 @@ class Network {
   /// into grads (overwritten). Layer `last` reads its output's gradient from
   /// output_gradient(last) (after loss() when last is softmax_linear; else the caller
   /// filled it); when first > 0 the gradient of its input is left in
-  /// output_gradient(first - 1).
-  void backward_layers(Stream& stream, const float* params, int first, int last, float* grads);
+  /// output_gradient(first - 1). `grads` may hold only part of the flat gradient buffer,
+  /// from element `grads_from` on: a variable at flat offset o is written at
+  /// grads[o - grads_from] (ZeRO-2 hands one bucket's buffer; 0: the whole buffer).
+  void backward_layers(Stream& stream, const float* params, int first, int last, float* grads,
+                       std::size_t grads_from = 0);
   /// Device pointer to `layer`'s output [batch, layer_output_floats(layer)].
   float* layer_output(int layer);
   /// Device pointer to the gradient of `layer`'s output, same shape (a workspace buffer:

@@ -53,12 +53,13 @@ void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
     ++next_layer;
   };
   for (int layer = kLayerCount - 1; layer >= 0; --layer) {
-    backward_layer(s, layer, params, grads, layer_enqueued);
+    backward_layer(s, layer, params, grads, 0, layer_enqueued);
   }
 }
 
 void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& params,
-                                   float* grads, const std::function<void()>& layer_enqueued) {
+                                   float* grads, std::size_t grads_from,
+                                   const std::function<void()>& layer_enqueued) {
   if (layer < 0 || layer >= kLayerCount) {
     throw std::out_of_range("Network has no layer " + std::to_string(layer));
   }
@@ -76,12 +77,19 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
   };
   // A variable's values and its gradient, by TF name.
   auto p = [&](const char* name) { return variable(weights(), k, name); };
-  auto g = [grads](const char* name) { return grads + parameter(name).offset; };
+  // grads starts at flat element grads_from (a bucket of the buffer, ZeRO-2; 0: all of it).
+  auto at = [&](const ParameterView& view) {
+    if (view.offset < grads_from) {
+      throw std::logic_error("Network::backward_layer: a gradient below the buffer's start");
+    }
+    return grads + (view.offset - grads_from);
+  };
+  auto g = [&](const char* name) { return at(parameter(name)); };
 
   // Weight decay adds wd * w to a decayed weight's gradient (d/dw of wd * w^2 / 2).
   auto add_weight_decay = [&](const char* name) {
     const ParameterView& view = parameter(name);
-    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, p(name), grads + view.offset);
+    ops::axpy(s, static_cast<int>(view.count), view.weight_decay, p(name), at(view));
   };
   auto done = [&] {
     if (layer_enqueued) layer_enqueued();

@@ -2,7 +2,6 @@
 #include "parallel/zero_gradients.hpp"
 
 #include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -48,16 +47,6 @@ int model_layer_of(int k) {
   return static_cast<int>(it - names.begin());
 }
 
-// The backward pass writes a variable's gradient at grads + its offset in the flat buffer.
-// Handing it this address for a bucket buffer makes the bucket's layers land in it, from
-// its first element on; the pass writes only the layers it is asked for, all inside the
-// bucket. (An address, computed as an integer: it lies before the buffer, where pointer
-// arithmetic in C++ may not go, and nothing is ever read or written there.)
-float* as_if_whole(float* bucket_buffer, std::size_t bucket_offset) {
-  return reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(bucket_buffer) -
-                                  bucket_offset * sizeof(float));
-}
-
 }  // namespace
 
 BucketedGradients::BucketedGradients(std::vector<std::unique_ptr<Tower>>& towers,
@@ -96,7 +85,7 @@ void BucketedGradients::backward(std::span<const float* const> params,
     // stream, and the collective's contract: the other towers have read it by then).
     for (std::size_t i = 0; i < towers_.size(); ++i) {
       towers_[i]->network->backward_layers(*streams[i], params[i], first_[b], last_[b],
-                                           as_if_whole(bucket_buffers[i], bucket.offset));
+                                           bucket_buffers[i], bucket.offset);
     }
     collectives_.reduce_scatter_bucket(bucket_buffers, count, bucket, streams);
     for (std::size_t i = 0; i < towers_.size(); ++i) {
