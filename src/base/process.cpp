@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "base/process.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -66,7 +67,10 @@ CommandResult run_argv(const std::vector<std::string>& argv,
   for (const std::string& word : argv) args.push_back(const_cast<char*>(word.c_str()));
   args.push_back(nullptr);
   int out[2];
-  if (::pipe(out) != 0) return result;
+  // Close-on-exec: a child that another thread forks meanwhile, or the program run here,
+  // must not keep the write end open (the read below would never see its end); dup2 gives
+  // the child its own stdout and stderr without the flag.
+  if (::pipe2(out, O_CLOEXEC) != 0) return result;
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(out[0]);

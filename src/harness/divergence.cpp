@@ -35,4 +35,14 @@ void check_parameters(const float* params, std::int64_t global_step) {
   }
 }
 
+void check_optimizer_state(const std::vector<float>& state, const std::string& optimizer,
+                           std::int64_t global_step) {
+  for (std::size_t i = 0; i < state.size(); ++i) {
+    if (std::isfinite(state[i])) continue;
+    throw Diverged("Model diverged: --optimizer " + optimizer + "'s state[" + std::to_string(i) +
+                   "] = " + value_text(state[i]) + " after step " + std::to_string(global_step) +
+                   "; nothing from this step was saved.");
+  }
+}
+
 }  // namespace towers

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace towers {
 
@@ -33,5 +35,11 @@ inline bool parameter_check_due(std::int64_t steps_done) {
 /// Throws Diverged naming the first non-finite value of `params` (host,
 /// kNumParameters floats) by variable and index, e.g. "conv1/weights[17] = nan".
 void check_parameters(const float* params, std::int64_t global_step);
+
+/// Throws Diverged naming `optimizer` and the index of the first non-finite value of its
+/// state (momentum's velocity, Adam's moments): Adam's second moment can overflow while
+/// the parameters stay finite, and such a state is never saved.
+void check_optimizer_state(const std::vector<float>& state, const std::string& optimizer,
+                           std::int64_t global_step);
 
 }  // namespace towers

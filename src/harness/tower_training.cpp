@@ -224,6 +224,8 @@ void TowerTraining::save_checkpoint_if_due(int step) {
     read_optimizer_state_(state.optimizer_state.data());
   }
   check_parameters(state.params.data(), global_step - 1);  // a NaN weight can hide behind a ReLU
+  check_optimizer_state(state.optimizer_state, model::optimizer_name(state.optimizer),
+                        global_step - 1);
   std::printf("saved %s\n", checkpoints_.save(state).string().c_str());
 }
 

@@ -311,14 +311,15 @@ void Network::loss(Stream& stream, const float* params, const int* labels) {
 }
 
 void Network::backward_layers(Stream& stream, const float* params, int first, int last,
-                              float* grads, std::size_t grads_from) {
+                              float* grads, std::size_t grads_from, std::size_t grads_count) {
   if (first < 0 || first > last || last >= kLayerCount) {
     throw std::out_of_range("Network::backward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
   const ParamSource flat(params);
   for (int layer = last; layer >= first; --layer) {
-    impl_->backward_layer(stream, layer, flat, grads, grads_from, nullptr);
+    impl_->backward_layer(stream, layer, flat, GradientSpan{grads, grads_from, grads_count},
+                          nullptr);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "model/parameters.hpp"
 #include "runtime/device.hpp"
 #include "runtime/stream.hpp"
 
@@ -123,10 +124,11 @@ class Network {
   /// output_gradient(last) (after loss() when last is softmax_linear; else the caller
   /// filled it); when first > 0 the gradient of its input is left in
   /// output_gradient(first - 1). `grads` may hold only part of the flat gradient buffer,
-  /// from element `grads_from` on: a variable at flat offset o is written at
-  /// grads[o - grads_from] (ZeRO-2 hands one bucket's buffer; 0: the whole buffer).
+  /// `grads_count` elements from element `grads_from` on: a variable at flat offset o is
+  /// written at grads[o - grads_from] (ZeRO-2 hands one bucket's buffer; by default the
+  /// whole buffer). A layer whose variables lie outside that part is a logic_error.
   void backward_layers(Stream& stream, const float* params, int first, int last, float* grads,
-                       std::size_t grads_from = 0);
+                       std::size_t grads_from = 0, std::size_t grads_count = kNumParameters);
   /// Device pointer to `layer`'s output [batch, layer_output_floats(layer)].
   float* layer_output(int layer);
   /// Device pointer to the gradient of `layer`'s output, same shape (a workspace buffer:

@@ -53,12 +53,12 @@ void Network::Impl::backward(Stream& s, const ParamSource& params, float* grads,
     ++next_layer;
   };
   for (int layer = kLayerCount - 1; layer >= 0; --layer) {
-    backward_layer(s, layer, params, grads, 0, layer_enqueued);
+    backward_layer(s, layer, params, GradientSpan{grads, 0, kNumParameters}, layer_enqueued);
   }
 }
 
 void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& params,
-                                   float* grads, std::size_t grads_from,
+                                   const GradientSpan& grads,
                                    const std::function<void()>& layer_enqueued) {
   if (layer < 0 || layer >= kLayerCount) {
     throw std::out_of_range("Network has no layer " + std::to_string(layer));
@@ -77,12 +77,13 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
   };
   // A variable's values and its gradient, by TF name.
   auto p = [&](const char* name) { return variable(weights(), k, name); };
-  // grads starts at flat element grads_from (a bucket of the buffer, ZeRO-2; 0: all of it).
+  // grads holds flat elements [from, from + count) (a bucket, ZeRO-2; or all of them).
   auto at = [&](const ParameterView& view) {
-    if (view.offset < grads_from) {
-      throw std::logic_error("Network::backward_layer: a gradient below the buffer's start");
+    if (view.offset < grads.from || view.offset + view.count > grads.from + grads.count) {
+      throw std::logic_error("Network::backward_layer: " + view.name + " lies outside the "
+                             "gradient buffer it was given");
     }
-    return grads + (view.offset - grads_from);
+    return grads.data + (view.offset - grads.from);
   };
   auto g = [&](const char* name) { return at(parameter(name)); };
 

@@ -19,6 +19,14 @@ namespace towers::model {
 
 using math::Nhwc;
 
+/// Where a backward pass writes gradients: `data` holds flat elements [from, from + count)
+/// of the kNumParameters-long gradient buffer (the whole of it, or one ZeRO-2 bucket).
+struct GradientSpan {
+  float* data;
+  std::size_t from;
+  std::size_t count;
+};
+
 /// Convolution kernels are 5 x 5; local3 reads 6 * 6 * 64 values; the logits per image are
 /// the data's classes (data::kNumClasses).
 inline constexpr int kKernel = 5;
@@ -98,10 +106,10 @@ struct Network::Impl {
   /// leaves its input's in output_gradient(layer - 1) (conv1: none). `layer_enqueued` is
   /// called right after the last op writing a variable layer's gradients (chapter 6).
   /// Its variables are acquired and released as in forward_layer(), except conv1's: no
-  /// gradient is taken for the images, so its weights are not read. `grads` holds the flat
-  /// gradient buffer from element `grads_from` on (see Network::backward_layers()).
-  void backward_layer(Stream& s, int layer, const ParamSource& params, float* grads,
-                      std::size_t grads_from, const std::function<void()>& layer_enqueued);
+  /// gradient is taken for the images, so its weights are not read. `grads` holds part or
+  /// all of the flat gradient buffer (see Network::backward_layers()).
+  void backward_layer(Stream& s, int layer, const ParamSource& params, const GradientSpan& grads,
+                      const std::function<void()>& layer_enqueued);
   /// The buffer holding the gradient of `layer`'s output during the backward pass: the
   /// activation gradients alternate between grad_a and grad_b (network_backward.cpp).
   Buffer& output_gradient(int layer);

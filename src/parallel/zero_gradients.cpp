@@ -85,7 +85,7 @@ void BucketedGradients::backward(std::span<const float* const> params,
     // stream, and the collective's contract: the other towers have read it by then).
     for (std::size_t i = 0; i < towers_.size(); ++i) {
       towers_[i]->network->backward_layers(*streams[i], params[i], first_[b], last_[b],
-                                           bucket_buffers[i], bucket.offset);
+                                           bucket_buffers[i], bucket.offset, bucket.size);
     }
     collectives_.reduce_scatter_bucket(bucket_buffers, count, bucket, streams);
     for (std::size_t i = 0; i < towers_.size(); ++i) {

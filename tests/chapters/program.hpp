@@ -184,13 +184,16 @@ inline std::vector<float> saved_params(const std::filesystem::path& file) {
 }
 
 /// The largest |b[i] - a[i]| over two parameter sets, in double: the largest update of a
-/// step (a: before, b: after), or how far two runs' results are apart. Infinite when the
-/// sets differ in size, so that a comparison against a bound fails.
+/// step (a: before, b: after), or how far two runs' results are apart. NaN when the sets
+/// differ in size or a difference is NaN, so that every comparison with it fails (an
+/// infinity would pass `diff <= bound` when the bound is infinite too).
 inline double largest_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
+  if (a.size() != b.size()) return std::numeric_limits<double>::quiet_NaN();
   double largest = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    largest = std::max(largest, std::abs(double(b[i]) - a[i]));
+    const double difference = std::abs(double(b[i]) - a[i]);
+    if (std::isnan(difference)) return difference;  // std::max would skip it
+    largest = std::max(largest, difference);
   }
   return largest;
 }

@@ -28,6 +28,19 @@ TEST(Divergence, ANonFiniteParameterIsFoundByName) {
   }
 }
 
+TEST(Divergence, ANonFiniteOptimizerStateIsDivergenceNotAUsageError) {
+  std::vector<float> state(12, 0.25f);
+  EXPECT_NO_THROW(check_optimizer_state(state, "adam", 7));
+  state[9] = std::numeric_limits<float>::infinity();  // Adam's second moment overflowed
+  try {
+    check_optimizer_state(state, "adam", 7);
+    ADD_FAILURE() << "an infinite optimizer state passed";
+  } catch (const Diverged& e) {
+    EXPECT_NE(std::string(e.what()).find("--optimizer adam's state[9] = inf after step 7"),
+              std::string::npos) << e.what();
+  }
+}
+
 TEST(Divergence, ANonFiniteLossStopsTheRunWithTheTutorialsWords) {
   EXPECT_THROW(check_loss(std::numeric_limits<float>::infinity(), 1), Diverged);
   EXPECT_NO_THROW(check_loss(2.3f, 1));
