@@ -22,9 +22,9 @@ using math::Nhwc;
 /// Where a backward pass writes gradients: `data` holds flat elements [from, from + count)
 /// of the kNumParameters-long gradient buffer (the whole of it, or one ZeRO-2 bucket).
 struct GradientSpan {
-  float* data;
-  std::size_t from;
-  std::size_t count;
+  float* data;        ///< where flat element `from` is written
+  std::size_t from;   ///< the first flat element `data` holds
+  std::size_t count;  ///< how many flat elements `data` holds
 };
 
 /// Convolution kernels are 5 x 5; local3 reads 6 * 6 * 64 values; the logits per image are
