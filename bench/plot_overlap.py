@@ -18,7 +18,7 @@ import re
 import sys
 from pathlib import Path
 
-from svg_chart import frame, nice_step, y_axis
+from svg_chart import frame, nice_step, write_or_check, y_axis
 
 NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 ROW = re.compile(rf"^\s*({NUMBER})\s+([0-9]+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+"
@@ -135,13 +135,8 @@ def main():
                         help="write nothing; exit 1 when --svg differs from what RESULTS give")
     args = parser.parse_args()
     text = svg(read_rows(args.results), args.title)
-    if args.check:
-        if not Path(args.svg).exists() or Path(args.svg).read_text() != text:
-            results = " ".join(args.results)
-            sys.exit(f"plot_overlap: {args.svg} is not what {results} give; regenerate it: "
-                     f"bench/plot_overlap.py {results} --svg {args.svg}")
-        return
-    Path(args.svg).write_text(text)
+    write_or_check(args.svg, text, args.check,
+                   f"bench/plot_overlap.py {' '.join(args.results)} --svg {args.svg}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from svg_chart import frame, y_axis
+from svg_chart import frame, write_or_check, y_axis
 
 NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
 ROW = re.compile(rf"^\s*(\w+)\s+([0-3])\s+([0-9]+)\s+({NUMBER})" + rf"\s+({NUMBER})" * 8
@@ -112,12 +112,8 @@ def main():
     args = parser.parse_args()
     rows, optimizer = read_rows(args.results)
     text = svg(rows, optimizer, args.title)
-    if args.check:
-        if not Path(args.svg).exists() or Path(args.svg).read_text() != text:
-            sys.exit(f"plot_sharded: {args.svg} is not what {args.results} gives; regenerate it: "
-                     f"bench/plot_sharded.py {args.results} --svg {args.svg}")
-        return
-    Path(args.svg).write_text(text)
+    write_or_check(args.svg, text, args.check,
+                   f"bench/plot_sharded.py {args.results} --svg {args.svg}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,20 @@
 # SPDX-License-Identifier: MIT
-"""The parts bench/plot_*.py charts share: the SVG's frame and title, and the y axis with
-its grid. Written once so that every chart on the results pages looks the same."""
+"""The parts bench/plot_*.py charts share: the SVG's frame and title, the y axis with its
+grid, and writing the chart or checking it is fresh. Written once so that every chart on
+the results pages looks the same and is checked the same way."""
+
+import sys
+from pathlib import Path
+
+
+def write_or_check(svg_path, text, check, regenerate):
+    """Writes `text` to `svg_path`; with `check`, writes nothing and exits 1 (saying the
+    `regenerate` command) when the file is missing or differs from `text`."""
+    if not check:
+        Path(svg_path).write_text(text)
+        return
+    if not Path(svg_path).exists() or Path(svg_path).read_text() != text:
+        sys.exit(f"{svg_path} is not what its results give; regenerate it: {regenerate}")
 
 
 def frame(width, height, left, title, notes):
