@@ -57,21 +57,6 @@ inline ProgramRun run(const std::string& program, const std::string& args,
   return result;
 }
 
-/// Whether `signal` is still pending for process `pid` (sent, not yet delivered to a
-/// handler): bit signal-1 of ShdPnd in /proc/PID/status. False once delivered, or when
-/// the process is gone.
-inline bool signal_pending(pid_t pid, int signal) {
-  std::FILE* status = std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
-  if (status == nullptr) return false;
-  char line[256];
-  unsigned long long mask = 0;
-  while (std::fgets(line, sizeof line, status) != nullptr) {
-    if (std::sscanf(line, "ShdPnd: %llx", &mask) == 1) break;
-  }
-  std::fclose(status);
-  return (mask >> (signal - 1)) & 1u;
-}
-
 /// Starts `argv` (argv[0] a path) with its output on a pipe, reads that output until it
 /// contains `marker`, calls `on_marker(pid)` once, then reads to the end and waits. Kills
 /// it (SIGKILL; exit_code stays -1) if it still runs after `timeout_s` seconds.
