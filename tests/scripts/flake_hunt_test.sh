@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# scripts/flake-hunt finds what it is for: in a build folder of three stand-in tests (one
+# that fails only on its third run, one that always passes, one parameterised that always
+# fails), 10 runs each list the two failing tests by name, with the runs that passed
+# first, and exit 1; the passing one alone exits 0; a folder that is no build is a usage
+# error (2) saying so.
+set -uo pipefail
+root=${1:?usage: flake_hunt_test.sh <source dir>}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cat >"$tmp/CTestTestfile.cmake" <<CTEST
+add_test(Stand.SometimesFails "bash" "-c" "n=\$(cat $tmp/runs 2>/dev/null || echo 0); echo \$((n + 1)) >$tmp/runs; [ \$n -ne 2 ]")
+add_test(Stand.AlwaysPasses "true")
+add_test([=[Stand/Param.AlwaysFails/host]=] "false")
+CTEST
+out=$("$root/scripts/flake-hunt" --build "$tmp" -R 'Stand' --runs 10 --no-load 2>&1); rc=$?
+echo "$out"
+[ "$rc" -eq 1 ] || fail "exit $rc with failing tests, expected 1"
+grep -q "^  Stand.SometimesFails (passed 2 run(s) before failing)" <<<"$out" ||
+  fail "the test that fails on its third run is not listed so"
+grep -q "^  Stand/Param.AlwaysFails/host (passed 0 run(s)" <<<"$out" || fail "the failing test is not listed"
+grep -q "AlwaysPasses" <<<"$(sed -n '/tests that failed/,$p' <<<"$out")" && fail "a passing test is listed"
+out=$("$root/scripts/flake-hunt" --build "$tmp" -R 'AlwaysPasses' --runs 3 --no-load 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "exit $rc when every run passed: $out"
+grep -q "0 failures: 1 test(s) passed 3 run(s) each" <<<"$out" || fail "no success line: $out"
+out=$("$root/scripts/flake-hunt" --build "$tmp/none" 2>&1); rc=$?
+[ "$rc" -eq 2 ] && grep -q "is not a build folder" <<<"$out" || fail "a missing folder: exit $rc: $out"
+echo "flake-hunt lists the failing tests, passes the passing one, refuses a folder that is no build"
