@@ -148,6 +148,21 @@ class World final : public Collectives {
     }
   }
 
+  // A resume between two steps: every tower's moving averages, and the oracle's, replaced
+  // by new values (seeded), as --resume loads them from a checkpoint into the same buffers.
+  void load_averages(std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> offset(-800, 800);
+    for (std::size_t j = 0; j < count_; ++j) {
+      oracle_averages_[j] = oracle_params_[j] + static_cast<float>(offset(rng)) / 64.0f;
+    }
+    for (int r = 0; r < n_; ++r) {
+      const Shard s = owned(count_, n_, r);
+      const auto first = oracle_averages_.begin() + static_cast<long>(s.offset);
+      averages_[r].assign(std::vector<float>(first, first + static_cast<long>(s.size)));
+    }
+  }
+
   int towers() const { return n_; }
   std::size_t count() const { return count_; }
   const std::vector<Call>& calls() const { return calls_; }
@@ -247,6 +262,30 @@ constexpr float kLearningRate = 0.1f, kDecay = 0.9f;
 
 std::string where(const World& w) {
   return towers_text(w.towers()) + ", " + std::to_string(w.count()) + " parameters";
+}
+
+// "" when every tower's parameters, and the towers' shards of the moving averages put
+// together, equal the unsharded oracle's; else the first difference.
+std::string differs_from_oracle(const World& w) {
+  const auto params = w.params_of_towers();
+  for (int r = 0; r < w.towers(); ++r) {
+    if (const auto bad = first_mismatch(params[r], w.oracle_params())) {
+      return "tower " + std::to_string(r) + "'s parameters: " +
+             describe_mismatch(params[r], w.oracle_params(), *bad);
+    }
+  }
+  std::vector<float> gathered(w.count());
+  const auto averages = w.averages_of_towers();
+  for (int r = 0; r < w.towers(); ++r) {
+    const Shard mine = owned(w.count(), w.towers(), r);
+    std::copy(averages[r].begin(), averages[r].end(),
+              gathered.begin() + static_cast<long>(mine.offset));
+  }
+  if (const auto bad = first_mismatch(gathered, w.oracle_averages())) {
+    return "the towers' moving averages, put together: " +
+           describe_mismatch(gathered, w.oracle_averages(), *bad);
+  }
+  return "";
 }
 
 // --- shard_of ---------------------------------------------------------------------------
@@ -449,6 +488,41 @@ TEST(ShardedStep, WorksWithFewerElementsThanTowers) {
     }
     EXPECT_EQ(w.written_guard(), "") << "with " << where(w) << " a write outside "
                                      << w.written_guard() << "; hint: an empty shard has size 0";
+  }
+}
+
+// --- no state kept from one call to the next --------------------------------------------
+// A program may step two models of one shape (two runs side by side, a copy for
+// evaluation), and a resume loads the moving averages from a checkpoint into the towers'
+// buffers between two steps. Either way each call must read what it is given: a copy of the
+// averages kept from an earlier call (a `static` buffer) updates the wrong model's.
+
+constexpr char kNoStateHint[] =
+    "read every tower's moving averages from tower.averages on every call and keep nothing "
+    "between calls (no static buffer of the averages, whole or per shard): the caller owns "
+    "the state";
+
+TEST(ShardedStep, KeepsNoStateBetweenCalls) {
+  for (const auto [n, count] : {Shape{4, 10}, Shape{3, 7}}) {
+    World a(n, count, 101), b(n, count, 102);  // one shape, other values
+    a.step(kLearningRate, kDecay, 103);
+    const std::string first = differs_from_oracle(a);
+    ASSERT_EQ(first, "") << "with " << where(a) << ", model A's first step: " << first
+                         << "; hint: reduce-scatter, update the shard, all-gather";
+    b.step(kLearningRate, kDecay, 104);
+    const std::string other = differs_from_oracle(b);
+    ASSERT_EQ(other, "") << "with " << where(b) << ", a second model B of the same shape, "
+                         << "stepped after model A: " << other << "; hint: " << kNoStateHint;
+    a.step(0.05f, 0.99f, 105);
+    const std::string back = differs_from_oracle(a);
+    ASSERT_EQ(back, "") << "with " << where(a) << ", model A's second step, after model B's: "
+                        << back << "; hint: " << kNoStateHint;
+    a.load_averages(106);  // a resume: the same buffers, other averages
+    a.step(0.025f, 0.5f, 107);
+    const std::string resumed = differs_from_oracle(a);
+    ASSERT_EQ(resumed, "") << "with " << where(a) << ", the step after the moving averages "
+                           << "were loaded into the towers' buffers (as a resume does): "
+                           << resumed << "; hint: " << kNoStateHint;
   }
 }
 

@@ -72,6 +72,8 @@ inline void moving_average(std::size_t n, float decay, const float* param, float
 /// gradients, update each tower's shard (sgd with `learning_rate`, then the moving
 /// averages with `decay`), all-gather the parameters. Afterwards every tower holds the
 /// parameters chapter 4's unsharded step gives, and its shard of the moving averages.
+/// The towers' buffers are the whole state: nothing is kept from one call to the next (a
+/// program may step two models, and a resume loads the averages between two steps).
 void sharded_step(Collectives& collectives, std::span<const ShardedTower> towers,
                   std::size_t count, float learning_rate, float decay);
 

@@ -21,9 +21,14 @@
 namespace towers::exercises {
 namespace {
 
+// "F0 F1 B0 ...", an op of another chunk than 0 as "F1.2" (micro-batch 1, chunk 2).
 std::string text(const std::vector<StageOp>& ops) {
   std::ostringstream out;
-  for (const auto& op : ops) out << static_cast<char>(op.pass) << op.micro_batch << ' ';
+  for (const auto& op : ops) {
+    out << static_cast<char>(op.pass) << op.micro_batch;
+    if (op.chunk != 0) out << '.' << op.chunk;
+    out << ' ';
+  }
   return out.str();
 }
 
@@ -95,21 +100,42 @@ int peak_held(const std::vector<StageOp>& ops) {
 struct Shape {
   int p, m;
 };
-// Fewer micro-batches than stages, as many, more; one stage; one micro-batch.
-const Shape kShapes[] = {{1, 1}, {1, 4}, {2, 1}, {2, 4}, {3, 2}, {4, 4}, {4, 8}, {5, 3}, {8, 16}};
+// Fewer micro-batches than stages, as many, more; one stage; one micro-batch; p - s - 1
+// above m by two and more, on stage 1 too ({7, 3}, {8, 2}: a cap on stage 0 alone
+// shows); odd p with m above p and not a multiple of it ({3, 4}, {5, 7}: a last round
+// of m % p micro-batches).
+const Shape kShapes[] = {{1, 1}, {1, 4}, {2, 1}, {2, 4}, {3, 2}, {3, 4}, {4, 4},
+                         {4, 8}, {5, 3}, {5, 7}, {7, 3}, {8, 2}, {8, 16}};
 
+// Whole ops, compared with StageOp's own ==: pass, micro-batch and chunk (with one model
+// chunk per stage, chunk 0), since the pipeline's dependency() reads every field.
 TEST(OneFOneB, EveryMicroBatchRunsForwardAndBackwardOnce) {
   for (const auto [p, m] : kShapes) {
     for (int s = 0; s < p; ++s) {
       const auto ops = one_f_one_b(p, m, s);
-      std::map<std::pair<char, int>, int> seen;
-      for (const auto& op : ops) ++seen[{static_cast<char>(op.pass), op.micro_batch}];
-      bool once = ops.size() == static_cast<std::size_t>(2 * m) && seen.size() == ops.size();
-      for (const auto& [key, count] : seen) once = once && count == 1 && key.second >= 0 && key.second < m;
+      bool once = ops.size() == static_cast<std::size_t>(2 * m);
+      bool once_but_chunk = once;  // the same, the chunks left out
+      for (int k = 0; k < m; ++k) {
+        for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
+          const StageOp wanted{pass, k, 0};
+          once = once && std::count(ops.begin(), ops.end(), wanted) == 1;
+          const auto same_but_chunk = [&](const StageOp& op) {
+            return op.pass == pass && op.micro_batch == k;
+          };
+          once_but_chunk =
+              once_but_chunk && std::count_if(ops.begin(), ops.end(), same_but_chunk) == 1;
+        }
+      }
       EXPECT_TRUE(once) << "expected F0..F" << m - 1 << " and B0..B" << m - 1
-                        << " once each on stage " << s << " of " << p << ", got " << text(ops)
-                        << "; hint: the warm-up never runs more forwards than there are "
-                           "micro-batches, and the cool-down runs every backward not yet run";
+                        << " of chunk 0 once each on stage " << s << " of " << p << ", got "
+                        << text(ops) << "; hint: "
+                        << (once_but_chunk
+                                ? "every op's chunk is 0: with one model chunk per stage there "
+                                  "is no other, and the pipeline reads it (chunk c of stage s "
+                                  "is virtual stage c * p + s), so it is not the stage's number"
+                                : "the warm-up never runs more forwards than there are "
+                                  "micro-batches, and the cool-down runs every backward not "
+                                  "yet run");
     }
   }
 }

@@ -11,7 +11,8 @@ follow a tag line saying how its commands are checked, else this test fails:
                             and must exit 0. scripts/tutorial runs with TOWERS_BIN set
                             (the build exists; no setup, no rebuild) and must print its
                             comparison table with every chapter of
-                            scripts/tutorial.chapters that was built.
+                            scripts/tutorial.chapters that was built, chapter 9's row
+                            counting pipeline stages, not towers.
     <!-- commands: gpu -->  a GPU command: it runs here too, and must either succeed
                             or stop at once with an `error:` that names the missing GPU
                             or CUDA (never a flag error: the flags shown must exist).
@@ -107,6 +108,11 @@ def check_tutorial(command, output, source, bin_dir):
     for chapter in tutorial_chapters(source):
         if (bin_dir / chapter).exists() and f"| {chapter}" not in table:
             problems.append(f"comparison table has no row for {chapter}")
+    for line in table.splitlines():  # a pipeline's row counts its stages, both columns
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0].startswith("09_pipeline") and not all(
+                re.fullmatch(r"\d+ stages?", c) for c in cells[1:3]):
+            problems.append(f"chapter 9's row does not count stages: {line}")
     wanted = re.search(r"--devices[ =](\d+)", command)
     if wanted:  # every multi-tower chapter ran with that many towers
         for line in output.splitlines():

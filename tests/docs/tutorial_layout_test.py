@@ -14,6 +14,9 @@ with a line when there is no mpiexec; that other flags reach every chapter; that
 [bracketed] flags of the list (chapter 6's --link-gbps) reach the chapter on simulated
 devices only, without the brackets; that --help prints the tutorial's own help and exits
 0 without running anything; and that a bad --devices is refused before anything runs.
+It also checks the closing table: the stand-ins print their chapter's summary keys, and
+each row counts what ran at once in its chapter's own unit (towers; ranks for chapter 5;
+pipeline stages for chapter 9, which the real program counts only under --probe).
 """
 import os
 import re
@@ -33,6 +36,55 @@ CASES = [
     (2, ["--devices", "3"], 3, (1, 3)),  # 3 towers do not split over 2 GPUs evenly
     (0, ["--devices", "8", "--backend", "host"], 8, (8, 1)),
 ]
+
+
+# The summary keys a stand-in prints (the real program's, values made up) and the row the
+# tutorial's table must show for it: (row name, runs on, busy at once). A chapter not
+# named here prints DEFAULT_SUMMARY. Chapter 9 prints probe_concurrent_stages only when
+# it gets --probe, as the real one does.
+DEFAULT_SUMMARY = (["towers=2 max_concurrent_towers=2"], [("{name}", "2 towers", "2 towers")])
+SUMMARIES = {
+    "00_streams": (["mode=sync towers=4 max_concurrent_towers=1",
+                    "mode=enqueue towers=4 max_concurrent_towers=4"],
+                   [("00_streams (sync)", "4 towers", "1 tower"),
+                    ("00_streams (enqueue)", "4 towers", "4 towers")]),
+    "01_single_gpu": (["backend=host steps=40 final_loss=2.5"],
+                      [("01_single_gpu", "1 tower", "1 tower")]),
+    "05_ranks": (["towers=2 max_concurrent_towers=1 ranks=2 max_concurrent_ranks=2"],
+                 [("05_ranks", "2 ranks", "2 ranks")]),
+    "09_pipeline": (["schedule=1f1b stages=4 micro_batches=8$probe"],
+                    [("09_pipeline (1f1b)", "4 stages", "4 stages")]),
+}
+PROBE = "rendezvous=met probe_concurrent_stages=4"
+
+
+def summaries(name):
+    return SUMMARIES.get(name, DEFAULT_SUMMARY)
+
+
+def check_table(case, out, source, failures):
+    """The closing table's row of each chapter: what it runs on and how many at once."""
+    if "Chapters compared" not in out:
+        failures.append(f"{case}: no closing table")
+        return
+    rows = {}
+    for line in out.split("Chapters compared", 1)[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5:
+            rows[cells[0]] = cells[1:3]
+    done = set()
+    for name, _, _ in chapters(source):
+        if name in done:  # a program listed twice (chapter 6): its rows carry a mode
+            continue
+        done.add(name)
+        for row, runs_on, busy in summaries(name)[1]:
+            row = row.format(name=name)
+            got = rows.get(row)
+            if got is None and name not in SUMMARIES:  # e.g. "06_overlap (overlap on)"
+                got = next((v for k, v in rows.items() if k.startswith(name + " ")), None)
+            if got != [runs_on, busy]:
+                failures.append(f"{case}: table row {row}: {got}, expected runs on {runs_on!r}, "
+                                f"busy at once {busy!r}")
 
 
 def chapter_lines(source):
@@ -84,7 +136,10 @@ def stand_ins(root, source, gpus):
     path_dir.mkdir()
     for name, _, _ in chapters(source):
         program = bin_dir / name
-        program.write_text(f"#!/bin/sh\necho \"ran {name}: $*\"\necho \"summary: towers=1\"\n")
+        lines = "".join(f'echo "summary: {keys}"\n' for keys in summaries(name)[0])
+        program.write_text(f"#!/bin/sh\necho \"ran {name}: $*\"\n"
+                           f"probe=''\ncase \" $* \" in *' --probe '*) probe=' {PROBE}' ;; esac\n"
+                           + lines)
         program.chmod(program.stat().st_mode | stat.S_IEXEC)
     smi = path_dir / "nvidia-smi"
     lines = "".join(f"echo 'GPU {i}: stand-in (UUID: GPU-{i})'\n" for i in range(gpus))
@@ -168,6 +223,7 @@ def main():
             elif gpus and int(placed[1]) > gpus:
                 failures.append(f"{case}: {name} asked for more GPUs than the {gpus} there are")
         check_simulated_only(case, source, done.stdout, gpus, failures)
+        check_table(case, done.stdout, source, failures)
         print(f"{case}: " + " / ".join(f"{k}: {v}" for k, v in given.items()))
     failures += without_mpiexec(source)
     helped = subprocess.run([str(source / "scripts/tutorial"), "--help"],
