@@ -96,7 +96,9 @@ TEST(ZeroMemory, KPerOptimizerIsTheMovingAveragePlusItsOwnState) {
 //   ZeRO-1  4Ψ            + 4Ψ            + 4Ψ/N
 //   ZeRO-2  4Ψ            + 4(Ψ/N + B)    + 4Ψ/N
 //   ZeRO-3  4(Ψ/N + W)    + 4(Ψ/N + Ψ)    + 4Ψ/N   (the whole gradient buffer in the step)
-// ZeRO-2 is below ZeRO-1 when Ψ/N + B < Ψ: N > Ψ/(Ψ - B) = 5.8, from N = 6 on.
+// ZeRO-2 is below ZeRO-1 when Ψ/N + B < Ψ (Ψ - B = 183,178): N > 5.8, from N = 6 on.
+// ZeRO-3's parameters, Ψ/N + W, are below ZeRO-1's Ψ when Ψ/N < Ψ - W = 80,714: from
+// N = 14 on; its gradients, Ψ/N + Ψ, never are.
 // ZeRO-3 is above ZeRO-2 at every N: it saves Ψ - W - Ψ/N of parameters but holds Ψ - B
 // more gradients, and W > B.
 // ZeRO-3 is below ZeRO-1 when W + 2Ψ/N < Ψ: N > 2Ψ/(Ψ - W) = 26.5, from N = 27 on.
@@ -111,6 +113,8 @@ TEST(ZeroMemory, OnTheTutorialModelZeroTwoPassesZeroOneFromSixDevicesAndZeroThre
   EXPECT_EQ(window, 987584.0);
   EXPECT_EQ(std::lround(100 * bucket / psi), 83);
   EXPECT_EQ(std::lround(100 * window / psi), 92);
+  EXPECT_EQ(psi - bucket, 183178.0);
+  EXPECT_EQ(psi - window, 80714.0);
   const auto total = [&](int stage, int n) {
     ZeroSizes sizes{psi, n, 4, 4, 4};
     sizes.gradient_bucket = stage == 2 ? bucket : stage == 3 ? psi : 0;
@@ -121,6 +125,8 @@ TEST(ZeroMemory, OnTheTutorialModelZeroTwoPassesZeroOneFromSixDevicesAndZeroThre
     EXPECT_EQ(total(2, n) < total(1, n), n >= 6) << n << " devices";
     EXPECT_GT(total(3, n), total(2, n)) << n << " devices";
     EXPECT_EQ(total(3, n) < total(1, n), n >= 27) << n << " devices";
+    ZeroSizes zero3{psi, n, 4, 4, 4, psi, window};
+    EXPECT_EQ(zero_bytes_per_device(3, zero3).parameters < 4 * psi, n >= 14) << n << " devices";
   }
   // As 08_sharded --devices N --zero S prints them (formula_total_bytes).
   EXPECT_NEAR(total(1, 5), 9401022.4, 0.05);

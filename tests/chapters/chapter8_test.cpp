@@ -322,7 +322,7 @@ TEST(ShardedTowers, ZeroThreeTowersSharingADeviceGatherWithoutTheWire) {
 
 // Chapter 1's checkpoints with the state sharded: a checkpoint holds the moving averages
 // (and, with --zero 3, the parameters) whole, put together from the towers' shards, so
-// --zero 1's and --zero 3's are --zero 0's byte for byte (same math), --eval evaluates the
+// --zero 1's, 2's and 3's are --zero 0's byte for byte (same math), --eval evaluates the
 // same averages, and a resumed run gives each tower its shards back and ends where one
 // never stopped does. Three towers: 1,068,298 does not divide by 3, so the shards differ
 // in size.
