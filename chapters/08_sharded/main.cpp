@@ -132,12 +132,12 @@ int main(int argc, char** argv) {
     // From --zero 2 on no tower keeps a whole gradient buffer: make none (see
     // TowerLayout::whole_gradients; the ledger's peak would count it).
     flags.layout.whole_gradients = zero < 2;
+    // Every tower owns its parameters, as in chapter 4; the per-device copy chapters 2-3
+    // read is not used here: make none (TowerLayout::replica_params).
+    flags.layout.replica_params = false;
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    // Every tower owns its parameters, as in chapter 4; the per-device copy chapters 2-3
-    // read is not used here, so it goes before the ledger counts a byte of the step.
-    for (auto& replica : training.replicas()) replica->params = Buffer();
     TowerInputs inputs(training, input_flags);  // resumes with the training
     constexpr std::size_t kAll = kNumParameters;
     // The ring on every backend, for both stages: --zero 0 and --zero 1 then add the same

@@ -106,8 +106,9 @@ int warmup_forwards(PipelineSchedule schedule, const PipelineShape& shape, int s
     case PipelineSchedule::kGpipe:
       return m;
     case PipelineSchedule::kOneFOneB:
-      // Stage s's first backward needs the last stage's first forward, p-s-1 forwards
-      // downstream; running that many forwards meanwhile keeps stage s busy.
+      // Stage s's first backward needs micro-batch 0 to reach the last stage, p-s-1
+      // stages downstream, and come back; those p-s-1 warm-up forwards and the steady
+      // state's first keep stage s busy meanwhile: p-s forwards before that backward.
       return std::min(p - stage - 1, m);
     case PipelineSchedule::kInterleaved:
       // Megatron-LM's count: the first backward (chunk v-1 of micro-batch 0) needs micro-

@@ -12,7 +12,8 @@
 //   GPipe        every forward, then every backward: F0 F1 .. F(m-1) B0 B1 .. B(m-1).
 //                A stage holds all m micro-batches' activations at once.
 //   1F1B         warm-up of p-s-1 forwards, then one forward, one backward, ..., then the
-//                remaining backwards. At most p-s activations are held (PipeDream-Flush).
+//                remaining backwards: p-s forwards before the first backward. At most p-s
+//                activations are held (PipeDream-Flush).
 //   interleaved  1F1B over v chunks per stage (Megatron-LM's order); needs m % p == 0.
 //
 // With equal stage costs the idle share of each stage's time (the bubble) is
@@ -87,7 +88,10 @@ int virtual_stage(const PipelineShape& shape, int stage, int chunk);
 /// virtual stage's forwards, which read the input.
 std::optional<PipelineOp> dependency(const PipelineShape& shape, int stage, const StageOp& op);
 
-/// Forwards stage `stage` runs before its first backward.
+/// The warm-up: forwards stage `stage` runs before its steady state, whose first pair is
+/// one more forward, then the first backward (Megatron-LM's num_warmup_microbatches).
+/// 1F1B: p-s-1, so the stage runs p-s forwards before its first backward; GPipe: m, all
+/// of them; interleaved: 2(p-s-1) + (v-1)p, at most m*v.
 int warmup_forwards(PipelineSchedule schedule, const PipelineShape& shape, int stage);
 
 /// Stage `stage`'s ops in the order it runs them: every micro-batch's F and B once per

@@ -39,7 +39,9 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
     for (int d = 0; d < used_devices; ++d) {
       auto replica = std::make_unique<Replica>();
       replica->device = &runtime.device((layout.first_device + d) % devices);
-      replica->params = replica->device->allocate(param_bytes, MemoryCategory::kParameters);
+      if (layout.replica_params) {
+        replica->params = replica->device->allocate(param_bytes, MemoryCategory::kParameters);
+      }
       set.replicas.push_back(std::move(replica));
     }
     for (int i = 0; i < count; ++i) {

@@ -19,7 +19,7 @@ namespace towers {
 /// The model's parameters on one device, shared by the towers placed there.
 struct Replica {
   Device* device = nullptr;  ///< where these parameters live
-  Buffer params;  ///< [kNumParameters] float on `device`
+  Buffer params;  ///< [kNumParameters] float on `device` (or none: TowerLayout::replica_params)
 };
 
 /// One tower: device, stream, batch, activations, gradients.
@@ -53,6 +53,11 @@ struct TowerLayout {
   /// never hold one for long (zero_gradients.hpp), so they make none here: a buffer made
   /// and freed before the first step would still set the ledger's peak.
   bool whole_gradients = true;
+  /// Give each device in use its parameter copy (Replica::params), which chapters 2, 3
+  /// and 7 read. Chapter 8's towers own their parameters (whole, or a shard at ZeRO-3),
+  /// so it makes none: a copy made and freed before the first step would still set the
+  /// ledger's parameter peak (at ZeRO-3 from N = 14 on, where shard and window are less).
+  bool replica_params = true;
 };
 
 /// The towers of a run and the parameter copies they read.

@@ -3,8 +3,12 @@
 // stage says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "model/parameters.hpp"
+#include "parallel/buckets.hpp"
+#include "parallel/layer_gather.hpp"
 #include "parallel/zero_memory.hpp"
 
 namespace towers {
@@ -83,6 +87,56 @@ TEST(ZeroMemory, KPerOptimizerIsTheMovingAveragePlusItsOwnState) {
   EXPECT_EQ(zero_bytes_per_device(1, adam).optimizer_state, 3000.0);
   EXPECT_EQ(zero_bytes_per_device(1, adam).parameters, 4000.0);
   EXPECT_EQ(zero_bytes_per_device(1, adam).total(), 11000.0);  // against 20000 unsharded
+}
+
+// Chapter 8's model, where one layer is most of it: local3, ZeRO-2's largest bucket B
+// with one bucket per layer, holds 885,120 of the 1,068,298 parameters (83 %), and conv2
+// with local3, the window W of layers ZeRO-3 holds gathered at once, 987,584 (92 %).
+// Per device, fp32 and SGD (b_p = b_g = k = 4), with what each stage holds for a moment:
+//   ZeRO-1  4Ψ            + 4Ψ            + 4Ψ/N
+//   ZeRO-2  4Ψ            + 4(Ψ/N + B)    + 4Ψ/N
+//   ZeRO-3  4(Ψ/N + W)    + 4(Ψ/N + Ψ)    + 4Ψ/N   (the whole gradient buffer in the step)
+// ZeRO-2 is below ZeRO-1 when Ψ/N + B < Ψ (Ψ - B = 183,178): N > 5.8, from N = 6 on.
+// ZeRO-3's parameters, Ψ/N + W, are below ZeRO-1's Ψ when Ψ/N < Ψ - W = 80,714: from
+// N = 14 on; its gradients, Ψ/N + Ψ, never are.
+// ZeRO-3 is above ZeRO-2 at every N: it saves Ψ - W - Ψ/N of parameters but holds Ψ - B
+// more gradients, and W > B.
+// ZeRO-3 is below ZeRO-1 when W + 2Ψ/N < Ψ: N > 2Ψ/(Ψ - W) = 26.5, from N = 27 on.
+// Chapter 8's pages teach this; the chapter's test shows the ledger crossing at 26-27.
+TEST(ZeroMemory, OnTheTutorialModelZeroTwoPassesZeroOneFromSixDevicesAndZeroThreeFrom27) {
+  const double psi = static_cast<double>(model::kNumParameters);
+  std::size_t largest = 0;
+  for (const Bucket& bucket : make_buckets(0)) largest = std::max(largest, bucket.count);
+  const double bucket = static_cast<double>(largest);
+  const double window = static_cast<double>(LayerGather::window_elements());
+  EXPECT_EQ(bucket, 885120.0);
+  EXPECT_EQ(window, 987584.0);
+  EXPECT_EQ(std::lround(100 * bucket / psi), 83);
+  EXPECT_EQ(std::lround(100 * window / psi), 92);
+  EXPECT_EQ(psi - bucket, 183178.0);
+  EXPECT_EQ(psi - window, 80714.0);
+  const auto total = [&](int stage, int n) {
+    ZeroSizes sizes{psi, n, 4, 4, 4};
+    sizes.gradient_bucket = stage == 2 ? bucket : stage == 3 ? psi : 0;
+    sizes.parameter_window = stage == 3 ? window : 0;
+    return zero_bytes_per_device(stage, sizes).total();
+  };
+  for (int n = 1; n <= 256; ++n) {
+    EXPECT_EQ(total(2, n) < total(1, n), n >= 6) << n << " devices";
+    EXPECT_GT(total(3, n), total(2, n)) << n << " devices";
+    EXPECT_EQ(total(3, n) < total(1, n), n >= 27) << n << " devices";
+    ZeroSizes zero3{psi, n, 4, 4, 4, psi, window};
+    EXPECT_EQ(zero_bytes_per_device(3, zero3).parameters < 4 * psi, n >= 14) << n << " devices";
+  }
+  // As 08_sharded --devices N --zero S prints them (formula_total_bytes).
+  EXPECT_NEAR(total(1, 5), 9401022.4, 0.05);
+  EXPECT_NEAR(total(2, 5), 9522948.8, 0.05);
+  EXPECT_NEAR(total(1, 6), 9258582.7, 0.05);
+  EXPECT_NEAR(total(2, 6), 9238069.3, 0.05);
+  EXPECT_NEAR(total(1, 26), 8710737.5, 0.05);
+  EXPECT_NEAR(total(3, 26), 8716588.6, 0.05);
+  EXPECT_NEAR(total(1, 27), 8704650.4, 0.05);
+  EXPECT_NEAR(total(3, 27), 8698327.1, 0.05);
 }
 
 }  // namespace

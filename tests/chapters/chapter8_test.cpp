@@ -254,6 +254,42 @@ TEST(ShardedTowers, ActivationsDoNotShrinkWithMoreDevices) {
   EXPECT_LT(four.number("peak_optimizer_state_bytes") * 3.9, one.number("peak_optimizer_state_bytes"));
 }
 
+// The chapter's lesson, in the ledger: on this model ZeRO-3's peak model state is above
+// ZeRO-1's until N = 27 (zero_memory_test.cpp derives where from the formula: it gathers
+// conv2 and local3 at once, most of the model, and holds the whole gradient buffer during
+// the step). On 26 and 27 devices every category of the largest device lies in
+// [formula, formula + 4), so no buffer made before the step (as a per-device parameter
+// copy made and freed unused once did, 4Ψ from N = 14 on) sets a peak above it, and the
+// sum of the three peaks crosses where the formula's does. Batch 1: only model state is
+// compared.
+TEST(ShardedTowers, ZeroThreesPeakPassesBelowZeroOnesOnlyFromTwentySevenDevices) {
+  const std::string one_image = "--backend host --batch-size 1 --steps 1 ";
+  const char* keys[] = {"peak_parameters_bytes", "peak_gradients_bytes",
+                        "peak_optimizer_state_bytes"};
+  const char* formula_keys[] = {"formula_parameters_bytes", "formula_gradients_bytes",
+                                "formula_optimizer_state_bytes"};
+  for (int n : {26, 27}) {
+    double model_state[4] = {};
+    for (int stage : {1, 3}) {
+      auto r = run("08_sharded", one_image + "--devices " + std::to_string(n) + " --zero " +
+                                     std::to_string(stage));
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      for (int k = 0; k < 3; ++k) {
+        const double measured = r.number(keys[k]), formula = r.number(formula_keys[k]);
+        EXPECT_GE(measured, formula - 0.05) << keys[k] << ", ZeRO-" << stage << ", " << n;
+        EXPECT_LT(measured, formula + 4) << keys[k] << ", ZeRO-" << stage << ", " << n
+                                         << " devices: a buffer above the formula set the peak";
+        model_state[stage] += measured;
+      }
+    }
+    if (n == 26) {
+      EXPECT_GT(model_state[3], model_state[1]) << "ZeRO-3 below ZeRO-1 already on 26 devices";
+    } else {
+      EXPECT_LT(model_state[3], model_state[1]) << "ZeRO-3 not below ZeRO-1 on 27 devices";
+    }
+  }
+}
+
 // The tutorial runs 2 towers on one GPU where it has one: each tower still owns its
 // copies, so the device holds two towers' worth, and the formula row says so.
 TEST(ShardedTowers, TowersSharingADeviceAddUpInItsLedger) {
@@ -286,7 +322,7 @@ TEST(ShardedTowers, ZeroThreeTowersSharingADeviceGatherWithoutTheWire) {
 
 // Chapter 1's checkpoints with the state sharded: a checkpoint holds the moving averages
 // (and, with --zero 3, the parameters) whole, put together from the towers' shards, so
-// --zero 1's and --zero 3's are --zero 0's byte for byte (same math), --eval evaluates the
+// --zero 1's, 2's and 3's are --zero 0's byte for byte (same math), --eval evaluates the
 // same averages, and a resumed run gives each tower its shards back and ends where one
 // never stopped does. Three towers: 1,068,298 does not divide by 3, so the shards differ
 // in size.

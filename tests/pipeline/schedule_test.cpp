@@ -56,6 +56,27 @@ TEST(PipelineSchedule, SmallCasesAreTheTextbookOrders) {
   EXPECT_EQ(warmup_forwards(kInterleaved, two, 1), 2);
 }
 
+// What chapter 9's `warmup_forwards` key means (Megatron-LM's num_warmup_microbatches):
+// the forwards before the steady state, whose first pair is one more forward and then the
+// first backward. So a stage runs warmup + 1 forwards before its first backward (1F1B:
+// p - s), or all of them when the warm-up is all (GPipe, or too few micro-batches).
+TEST(PipelineSchedule, WarmupForwardsAreTheForwardsBeforeTheSteadyStatesFirstPair) {
+  for (const auto& [schedule, shape] : shapes()) {
+    const int total = shape.micro_batches * shape.chunks;
+    for (int s = 0; s < shape.stages; ++s) {
+      const int warmup = warmup_forwards(schedule, shape, s);
+      const auto ops = stage_schedule(schedule, shape, s);
+      int before_first_backward = 0;
+      while (ops[before_first_backward].pass == Pass::kForward) ++before_first_backward;
+      EXPECT_EQ(before_first_backward, warmup < total ? warmup + 1 : total)
+          << describe(schedule, shape) << " stage " << s << ": " << to_string(ops, true);
+      if (schedule == k1F1B && shape.micro_batches >= shape.stages - s) {
+        EXPECT_EQ(before_first_backward, shape.stages - s) << describe(schedule, shape);
+      }
+    }
+  }
+}
+
 TEST(PipelineSchedule, EachMicroBatchRunsForwardAndBackwardOncePerChunkOnEveryStage) {
   for (const auto& [schedule, shape] : shapes()) {
     for (int s = 0; s < shape.stages; ++s) {
