@@ -61,10 +61,11 @@ int main(int argc, char** argv) {
     // and no per-device parameter copy, so the ledger shows the slices alone.
     flags.layout.whole_gradients = false;
     flags.layout.replica_params = false;
-    // Tensor parallel: the t ranks share one batch, chapter 1's (a global batch of b);
-    // the hybrid: one slice of N x b per tower, chapter 4's.
-    TowerTraining training(flags, probe, TowerInput::kGlobalBatch,
-                           mode == TensorMode::kTensorParallel ? 1 : 0);
+    // Tensor parallel: the t ranks share one batch of b, chapter 1's; the hybrid: each
+    // tower its slice of a global batch of N x b, chapter 3's (and chapter 4's iterators').
+    TowerTraining training(flags, probe,
+                           mode == TensorMode::kTensorParallel ? TowerInput::kSharedBatch
+                                                               : TowerInput::kGlobalBatch);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
 
@@ -147,8 +148,7 @@ int main(int argc, char** argv) {
     Summary extra;
     extra.add("mode", std::string(mode == TensorMode::kHybrid ? "hybrid" : "tp"));
     if (mode == TensorMode::kTensorParallel) {
-      extra.add("ranks", num_gpus)
-          .add("exposed_g_ms", g_trace.exposed_comm_ms(), 3)
+      extra.add("exposed_g_ms", g_trace.exposed_comm_ms(), 3)
           .add("exposed_f_ms", f_trace.exposed_comm_ms(), 3)
           .add("g_overlap", g_trace.overlap_comm(), 3)
           .add("f_overlap", f_trace.overlap_comm(), 3);

@@ -47,9 +47,11 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
   job_towers_ = job_towers > 0 ? job_towers : num_towers();
-  const int global_batch = job_towers_ * flags.layout.batch_size;
+  // The batches a step reads: one per tower, or one shared by all (chapter 10's ranks).
+  const int batches = input == TowerInput::kSharedBatch ? 1 : job_towers_;
+  const int global_batch = batches * flags.layout.batch_size;
   Device& host_side = runtime_->device(0);
-  if (input == TowerInput::kGlobalBatch) {
+  if (input != TowerInput::kOwnIterators) {
     queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
     images_ = host_side.allocate_pinned(sizeof(float) * global_batch * data::kCropValues);
     labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
@@ -77,7 +79,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
     model::initialize_parameters(flags.seed, initial_params());
     initial_averages_.assign(initial_params(), initial_params() + model::kNumParameters);
   }
-  log_ = std::make_unique<StepLog>(global_batch, job_towers_, flags.log_every, flags.steps);
+  log_ = std::make_unique<StepLog>(global_batch, batches, flags.log_every, flags.steps);
   traces_ = std::make_unique<StepTraces>(*runtime_, flags.trace_files);
   if (probe) {
     rendezvous_ = std::make_unique<Rendezvous>(*runtime_, num_towers(), std::chrono::milliseconds(500));

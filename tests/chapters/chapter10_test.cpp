@@ -127,9 +127,11 @@ TEST_P(TensorRun, BytesOnTheWireAndMemoryPerDeviceEqualTheClosedForms) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(r.last("collectives"), "ring") << r.output;
   const std::int64_t b = kBatch, others = n - 1;
+  // Tensor parallel: n ranks, one batch; the hybrid: n towers of b. Each device a tower.
+  EXPECT_EQ(r.last("towers"), std::to_string(n)) << r.output;
+  EXPECT_EQ(r.last("mode"), hybrid ? "hybrid" : "tp") << r.output;
   // Bytes: every collective, then all of them, against the form, exactly.
   if (!hybrid) {
-    EXPECT_EQ(r.last("ranks"), std::to_string(n)) << r.output;
     EXPECT_EQ(key(r, "wire_g_bytes_per_step"), 4 * 2 * others * b * 192) << r.output;
     EXPECT_EQ(key(r, "wire_f_bytes_per_step"), 4 * 2 * others * b * 2304) << r.output;
   } else {
