@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
                               [&](float* out) { slices.put_together(nullptr, out); });
     // docs-end: tensor-slices
     TensorSplit split(training.runtime(), towers, slices, mode, collectives);
+    print_tensor_layout(split, slices);
     // How long each rank's stream spent in g and in f with nothing else to run: the forward
     // and backward passes stop there (chapter 6's measure; here nothing hides them).
     OverlapTrace g_trace(span::is_tensor_g), f_trace(span::is_tensor_f);
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
           .add("f_overlap", f_trace.overlap_comm(), 3);
     }
     extra.add("collectives", split.collectives_name())
-        .append(report_tensor(training.runtime(), split, slices, steps_run));
+        .append(report_tensor(training.runtime(), split, slices, steps_run, flags.runtime.link));
     const std::string meet = mode == TensorMode::kHybrid ? "gathers+scatters+allreduce" : "g+f";
     return training.finish(std::string("chapter 10: ") +
                                (mode == TensorMode::kHybrid ? "hybrid" : "tensor parallel"),

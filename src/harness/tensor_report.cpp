@@ -39,8 +39,40 @@ const char* collective_key(TensorCollective collective) {
   }
 }
 
+void print_tensor_layout(const TensorSplit& split, const TensorSlices& slices) {
+  const bool hybrid = split.mode() == TensorMode::kHybrid;
+  const int b = split.batch_size();
+  if (hybrid) {
+    std::printf("hybrid: %d tower(s) of %d images; local3 and local4 split over all %d rows\n",
+                split.ranks(), b, split.rows());
+  } else {
+    std::printf("tensor parallel: %d rank(s), each on the same %d images\n", split.ranks(), b);
+  }
+  for (int r = 0; r < split.ranks(); ++r) {
+    const TensorSliceLayout& layout = slices.layout(r);
+    const Chunk cols = layout.columns();
+    const std::size_t first = cols.offset, last = cols.offset + cols.size - 1;
+    std::printf("  %s %d: ", hybrid ? "tower" : "rank", r);
+    if (hybrid) std::printf("images %d-%d, ", r * b, (r + 1) * b - 1);
+    std::printf("local3 columns %zu-%zu [%lld x %zu], local4 rows %zu-%zu [%zu x %lld]; "
+                "replicated %zu, slice %zu floats\n",
+                first, last, static_cast<long long>(kTensorInputWidth), cols.size, first, last,
+                cols.size, static_cast<long long>(kTensorOutputWidth),
+                TensorSliceLayout::replicated_floats(), layout.size());
+  }
+}
+
+double ring_link_ms(const LinkModel& link, int ranks, std::size_t count) {
+  double seconds = 0;
+  for (int k = 0; k < ranks; ++k) {
+    const Chunk chunk = ring_chunk(count, ranks, k);
+    seconds += 2.0 * (ranks - 1) * link.seconds(chunk.size * sizeof(float));
+  }
+  return 1000.0 * seconds / ranks;
+}
+
 Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSlices& slices,
-                      int steps) {
+                      int steps, const LinkModel& link) {
   const int ranks = split.ranks();
   const bool hybrid = split.mode() == TensorMode::kHybrid;
   // The closed form per device: the slices (and split activations) of the ranks on it.
@@ -72,12 +104,12 @@ Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSl
     largest_total = std::max(largest_total, ledger.peak_total());
     std::printf(" %15zu\n", ledger.peak_total());
     std::printf("  %-8s %15.0f %15.0f %15.0f %15s %15s %15s\n", "formula", slice_bytes[d],
-                slice_bytes[d], slice_bytes[d], ("+" + std::to_string(static_cast<long long>(
-                                                          activation_bytes[d]))).c_str(),
-                "-", "-");
+                slice_bytes[d], slice_bytes[d], "-", "-", "-");
   }
   std::printf("  (formula: each rank's slice of the parameters, gradients and moving averages; "
-              "activations: what the split layers add to the Network's)\n");
+              "the activations are the Network's for %d images, as chapter 4's tower holds, "
+              "plus %.0f bytes of the split layers' per device)\n",
+              split.batch_size(), *std::max_element(activation_bytes.begin(), activation_bytes.end()));
 
   Summary summary;
   for (std::size_t i = 0; i < kCategories.size(); ++i) {
@@ -94,6 +126,11 @@ Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSl
 
   // Bytes on the wire, all devices together, per step.
   const int b = split.batch_size();
+  if (!hybrid && link.limited() && ranks > 1) {  // g's and f's copies under the link model
+    const auto rows = static_cast<std::size_t>(b);
+    summary.add("link_model_g_ms", ring_link_ms(link, ranks, rows * kTensorOutputWidth), 3)
+        .add("link_model_f_ms", ring_link_ms(link, ranks, rows * kTensorInputWidth), 3);
+  }
   const double formula = 4.0 * static_cast<double>(hybrid ? hybrid_wire_floats(ranks, b)
                                                           : tensor_wire_floats(ranks, b));
   const double data_parallel = 4.0 * static_cast<double>(data_parallel_wire_floats(ranks));

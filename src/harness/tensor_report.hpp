@@ -14,6 +14,7 @@
 #include "cli/summary.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
+#include "runtime/link_model.hpp"
 #include "runtime/runtime.hpp"
 
 namespace towers {
@@ -24,9 +25,20 @@ namespace towers {
 /// largest device's slices), formula_split_activation_bytes (its split activations),
 /// wire_bytes, wire_bytes_per_step, wire_<collective>_bytes_per_step for each collective
 /// the mode runs, formula_wire_bytes_per_step and data_parallel_wire_bytes_per_step.
-/// With NCCL nothing is counted: the wire keys are left out and a line says so.
+/// With NCCL nothing is counted: the wire keys are left out and a line says so. Tensor
+/// parallel on a simulated link (`link` limited) also gets link_model_g_ms and
+/// link_model_f_ms: the link model's time per step and rank for g's and f's copies.
 Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSlices& slices,
-                      int steps);
+                      int steps, const LinkModel& link);
+
+/// The link model's time, in ms per rank, of a ring all-reduce of `count` floats over
+/// `ranks` ranks, one per device: every chunk crosses ranks - 1 links in each half.
+double ring_link_ms(const LinkModel& link, int ranks, std::size_t count);
+
+/// Prints who holds what, one line per rank (tower, in the hybrid): its images (hybrid),
+/// its columns of local3 and rows of local4 with their shapes, and its slice's size. The
+/// docs draw chapter 10's f/g picture from these lines (docs/_ext/towers_diagrams.py).
+void print_tensor_layout(const TensorSplit& split, const TensorSlices& slices);
 
 /// The summary key part of `collective`: "g", "f", "gather_pool2", "scatter_local4",
 /// "gather_local4_gradient", "scatter_pool2_gradient", "replicated".
