@@ -98,4 +98,11 @@ inline bool is_tensor_collective(std::string_view name) {
   return false;
 }
 
+/// Whether `name` is communication between devices in a chapter's collectives: an
+/// all-reduce op (is_allreduce) or one of chapter 10's scoped collectives. The trace's
+/// exports colour these as the all-reduce (src/trace/export.cpp).
+inline bool is_collective(std::string_view name) {
+  return is_allreduce(name) || is_tensor_collective(name);
+}
+
 }  // namespace towers::span

@@ -276,6 +276,41 @@ TEST(TensorBits, RanksStayWithinTheCutsBoundOfChapter4) {
   }
 }
 
+// The hybrid against chapter 4 on as many towers, from the same state and batches: it cuts
+// local4's sums as tensor parallelism does (over N towers), and it adds the FC layers'
+// weight gradients over all N b images in one product where chapter 4 adds b per tower and
+// the ring then adds the N towers' means; both are orders of one sum. To first order, as
+// above, every parameter stays within
+//   (gamma(383) + gamma(384/N + N - 2) + gamma(N b - 1) + gamma(b + N - 2)) max|update| + ulp.
+TEST(TensorBits, HybridTowersStayWithinTheBoundOfChapter4) {
+  const auto start = temp_file("start-hybrid");
+  ASSERT_EQ(run("04_nccl_iterator", kSmall + "--steps 0 --devices 1 --save-params " +
+                                        start.string()).exit_code, 0);
+  const auto p0 = saved_params(start);
+  for (int n : {2, 4}) {
+    const auto ch4 = temp_file("ch4-hybrid-" + std::to_string(n));
+    const auto hy = temp_file("hybrid-step-" + std::to_string(n));
+    const std::string args = kSmall + "--steps 1 --devices " + std::to_string(n) + " --save-params ";
+    auto a = run("04_nccl_iterator", args + ch4.string());
+    auto b = run("10_tensor", args + hy.string() + " --hybrid");
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("towers"), b.last("towers"));
+    const auto p4 = saved_params(ch4), ph = saved_params(hy);
+    const double largest_update = testing::largest_difference(p0, p4);
+    const double eps = gamma(383) + gamma(384.0 / n + n - 2) + gamma(n * kBatch - 1.0) +
+                       gamma(kBatch + n - 2.0);
+    std::size_t beyond = 0;
+    for (std::size_t i = 0; i < ph.size(); ++i) {
+      const double difference = std::fabs(double(ph[i]) - p4[i]);
+      beyond += !(difference <= eps * largest_update + std::max(ulp(ph[i]), ulp(p4[i])));
+    }
+    std::printf("hybrid, N = %d: largest difference from chapter 4 %.3g of the largest update "
+                "(bound %.3g)\n", n, testing::largest_difference(p4, ph) / largest_update, eps);
+    EXPECT_EQ(beyond, 0u) << "N = " << n;
+  }
+}
+
 // --- The critical path -------------------------------------------------------------------
 
 // The link model (runtime/link_model.hpp): a peer copy of `bytes` takes latency + 8 bytes
