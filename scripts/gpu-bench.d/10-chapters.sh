@@ -86,9 +86,20 @@ step "chapters 4, 6, 7${extra_chapters[*]:+, ${extra_chapters[*]}} on cuda, and 
 # GPU's clock. The order, the data, the activations held and the rendezvous are exact; the
 # bubble is a measurement (the host tests hold it to the formula; the probe's wait counts
 # as busy time), so it is not checked here.
-step "chapter 9 on cuda: stages, order, data, probe" 15 && {
+# Chapter 10: 2 tensor ranks, then 2 hybrid towers, on two streams of one GPU (the ring:
+# NCCL refuses two ranks on one GPU): the split's cuBLAS products and the ring's sums, its
+# rendezvous, and the bytes the ring counted against the closed form. Two short runs
+# (2 steps of batch 8), mostly their start.
+step "chapters 9 and 10 on cuda: stages, order, data, probe; the split layers" 18 && {
   run_bench "Chapter 9: 4 pipeline stages on 4 streams of one GPU, 1F1B, 8 micro-batches, probe" 12 \
     $bin/09_pipeline --backend cuda --devices 1 --schedule 1f1b --stages 4 --micro-batches 8 --probe
   expect order_violations=0 data_checked=yes peak_activations_per_stage=4,3,2,1
   expect rendezvous=met probe_concurrent_stages=4 bubble_formula=0.273
+  run_bench "Chapter 10: --tp 2 on two streams of one GPU (the ring), probe" 10 \
+    $bin/10_tensor --backend cuda --devices 1 --tp 2 --steps 2 --batch-size 8 --log-every 1 --probe
+  expect mode=tp collectives=ring rendezvous=met wire_bytes_per_step=0.0
+  run_bench "Chapter 10: --hybrid, 2 towers on two streams of one GPU (the ring)" 10 \
+    $bin/10_tensor --backend cuda --devices 1 --towers-per-device 2 --hybrid --steps 2 \
+    --batch-size 8 --log-every 1
+  expect mode=hybrid collectives=ring towers=2
 }
