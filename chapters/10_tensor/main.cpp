@@ -101,11 +101,11 @@ int main(int argc, char** argv) {
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
+      for (auto& tower : towers) step.probe(*tower);  // --probe: every rank's stream, first
       if (mode == TensorMode::kTensorParallel) {
         // docs-begin: tensor-step
         // The tower loop is cut where the ranks meet: twice a step, inside the passes.
         for (int r = 0; r < num_gpus; ++r) {
-          step.probe(*towers[r]);
           split.forward_convolutions(r, training.images(), training.labels());  // whole
           split.forward_to_cut(r);  // local3: its columns; local4: its rows' partial sums
         }
@@ -121,7 +121,6 @@ int main(int argc, char** argv) {
       } else {
         // docs-begin: hybrid-step
         for (int r = 0; r < num_gpus; ++r) {  // data parallel: each tower its own images
-          step.probe(*towers[r]);
           split.forward_convolutions(r, training.images(), training.labels());
         }
         split.gather_activations();     // pool2 of all N x b images on every tower

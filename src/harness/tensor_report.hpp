@@ -23,8 +23,9 @@ namespace towers {
 /// peak_<category>_bytes and peak_total_bytes (the largest over devices, chapter 8's),
 /// formula_parameters_bytes, formula_gradients_bytes, formula_optimizer_state_bytes (the
 /// largest device's slices), formula_split_activation_bytes (its split activations),
-/// wire_bytes, wire_bytes_per_step, wire_<collective>_bytes_per_step for each collective
-/// the mode runs, formula_wire_bytes_per_step and data_parallel_wire_bytes_per_step.
+/// wire_bytes, wire_bytes_per_step, one wire_..._bytes_per_step for each collective the
+/// mode runs (named by collective_key(): wire_g_bytes_per_step, ...),
+/// formula_wire_bytes_per_step and data_parallel_wire_bytes_per_step.
 /// With NCCL nothing is counted: the wire keys are left out and a line says so. Tensor
 /// parallel on a simulated link (`link` limited) also gets link_model_g_ms and
 /// link_model_f_ms: the link model's time per step and rank for g's and f's copies.
