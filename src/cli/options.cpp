@@ -85,6 +85,17 @@ CLI::Validator link_gbps(bool zero_means_unlimited) {
       "NUMBER: 0 or in " + range_text(kMinLinkGbps, kMaxLinkGbps));
 }
 
+CLI::Validator link_gbps_or_auto() {
+  const CLI::Validator number = link_gbps();
+  return CLI::Validator(
+      [number](std::string& text) -> std::string {
+        if (text == "auto") return "";
+        const std::string error = number(text);
+        return error.empty() ? "" : error + "; or auto (sized to this machine's compute)";
+      },
+      "NUMBER in " + range_text(kMinLinkGbps, kMaxLinkGbps) + " or auto");
+}
+
 CLI::Validator unsigned_64() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -128,11 +139,17 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
       ->check(whole_number(1, kMaxDevices,
                            " (each simulated device runs its own threads; no machine has more GPUs)"))
       ->default_str("host: " + std::to_string(kDefaultHostDevices) + ", cuda: all GPUs");
-  app.add_option("--link-gbps", options.link.gbps,
-                 "host: simulate a link of this many gigabits/s between devices (peer copies "
-                 "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
-                 "4800). Chapter 6")
-      ->check(link_gbps())
+  app.add_option_function<std::string>(
+         "--link-gbps",
+         [&options](const std::string& text) {
+           options.link.sized_to_compute = text == "auto";
+           options.link.gbps = text == "auto" ? 0 : std::stod(text);
+         },
+         "host: simulate a link of this many gigabits/s between devices (peer copies "
+         "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
+         "4800), or auto: the bandwidth at which one all-reduce of the gradients takes as "
+         "long as a tower's backward pass on this machine, measured first. Chapter 6")
+      ->check(link_gbps_or_auto())
       ->default_str("unlimited");
   app.add_option("--link-latency-us", options.link.latency_us,
                  "host: microseconds added to every peer copy of the simulated link")

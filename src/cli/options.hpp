@@ -46,6 +46,8 @@ inline constexpr double kMaxLinkLatencyUs = 100000;
 /// --link-gbps's check: a finite number in [kMinLinkGbps, kMaxLinkGbps], saying why. With
 /// `zero_means_unlimited` (a bench's list of links) 0 passes too.
 CLI::Validator link_gbps(bool zero_means_unlimited = false);
+/// link_gbps(), or the word `auto` (harness/link_sizing.hpp).
+CLI::Validator link_gbps_or_auto();
 
 /// A flag check for an unsigned 64-bit number (a seed): rejects "-1", "2^64" and text
 /// instead of letting them wrap around or be cut short.

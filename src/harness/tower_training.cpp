@@ -10,6 +10,7 @@
 #include "data/preprocess.hpp"
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/link_sizing.hpp"
 #include "model/checkpoint.hpp"
 #include "trace/analysis.hpp"
 #include "model/ops.hpp"
@@ -35,12 +36,33 @@ void TowerTraining::add_checkpoint_flags(CLI::App& app, TrainingFlags& flags) {
   flags.resumable = true;
 }
 
+RuntimeOptions TowerTraining::sized_runtime(TrainingFlags& flags) {
+  LinkModel& link = flags.runtime.link;
+  if (!link.sized_to_compute) return flags.runtime;
+  // Asked for cuda (or auto finding a GPU): said before anything looks for the GPU.
+  if (flags.runtime.backend == BackendChoice::kCuda ||
+      resolve_backend(flags.runtime.backend) != Backend::kHost) {
+    throw UsageError("--link-gbps auto sizes the simulated link between host devices; on "
+                     "GPUs the real link is used. Leave it out, or add --backend host.");
+  }
+  const int towers = flags.layout.towers > 0
+                         ? flags.layout.towers
+                         : flags.runtime.devices.value_or(kDefaultHostDevices) *
+                               flags.layout.towers_per_device;
+  const LinkSizing sizing = size_link_to_backward(towers, flags.layout.batch_size);
+  link.gbps = sizing.gbps;
+  link.sized_to_compute = false;
+  std::printf("%s\n", sizing.gbps > 0 ? sizing.describe(towers).c_str()
+                                      : "link: --link-gbps auto: one tower, no link needed");
+  return flags.runtime;
+}
+
 TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input,
                              int job_towers)
     : flags_(flags),
       checkpoints_(flags.checkpoints),
       test_(flags.eval ? std::optional(load_test_set(flags.data_dir)) : std::nullopt),
-      runtime_(Runtime::create(flags.runtime)) {
+      runtime_(Runtime::create(sized_runtime(flags_))) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);

@@ -228,6 +228,9 @@ class TowerTraining {
 
  private:
   friend class StepScope;
+  /// flags.runtime, with `--link-gbps auto` turned into a bandwidth (link_sizing.hpp),
+  /// which it prints; throws UsageError for auto on GPUs. Runs before the runtime is made.
+  static RuntimeOptions sized_runtime(TrainingFlags& flags);
   /// Whether the ops of `step` are traced in this run: step_is_traced() for its backend.
   bool traces_step(int step) const;
   void probe(Tower& tower);
