@@ -54,7 +54,8 @@ void abandon_capture(cudaStream_t stream) {
 }
 
 // The cudaStream_t behind `stream`: Stream::launch calls its cuda half at once on this
-// thread with the handles (and makes the stream's cuBLAS handle, if not yet made).
+// thread with the handles. It makes no cuBLAS handle (only ctx.blas() would): that is
+// prepare_for_capture's job, which capture_graph() has already done for the origin.
 cudaStream_t handle_of(Stream& stream) {
   cudaStream_t handle = nullptr;
   stream.launch("stream handle", [] {}, [&](const CudaLaunchContext& ctx) {
@@ -152,6 +153,8 @@ class CudaGraph final : public Graph {
 };
 
 }  // namespace
+
+bool capturing_cuda_on_this_thread() { return t_capturing; }
 
 void refuse_if_capturing_cuda(std::string_view op) {
   if (!t_capturing) return;
