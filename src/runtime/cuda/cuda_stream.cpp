@@ -39,7 +39,10 @@ CudaStream::~CudaStream() {
                  device_.name().c_str(), index_, cudaGetErrorString(status));
   }
   if (blas_) (void)cublasDestroy(blas_);
-  if (blas_workspace_) (void)cudaFree(blas_workspace_);  // teardown: nothing to do on failure
+  if (blas_workspace_) {
+    (void)cudaFree(blas_workspace_);  // teardown: nothing to do on failure
+    device_.memory().remove(MemoryCategory::kWorkspace, kBlasWorkspaceBytes);
+  }
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -102,6 +105,7 @@ cublasHandle_t CudaStream::blas_handle() {
     CUBLAS_CHECK(cublasCreate(&blas_));
     CUBLAS_CHECK(cublasSetStream(blas_, stream_));
     CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    device_.memory().add(MemoryCategory::kWorkspace, kBlasWorkspaceBytes);  // in the ledger too
     CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
   }
   return blas_;
