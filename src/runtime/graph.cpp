@@ -10,9 +10,8 @@ std::unique_ptr<Graph> capture_graph(Runtime& runtime, Stream& origin,
   if (origin.device().backend() != runtime.backend()) {
     throw std::invalid_argument("capture_graph: the origin stream belongs to another runtime");
   }
-  // The origin is in every capture: prepared here, so that no caller can forget it
-  // (chapter 7's meeting stream once made its cuBLAS handle inside the capture).
-  prepare_for_capture(origin);
+  // Each backend prepares the origin, which is in every capture, so that no caller can
+  // forget it (chapter 7's meeting stream once made its cuBLAS handle inside the capture).
   if (runtime.backend() == Backend::kHost) return capture_host_graph(runtime.trace(), origin, enqueue);
   return capture_cuda_graph(runtime.trace(), origin, enqueue);
 }
