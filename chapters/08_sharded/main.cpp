@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
     // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
     // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
     // (grad_shard): with --zero 2 it holds one bucket whole at a time (BucketedGradients),
-    // with --zero 3 the whole buffer for one step (TransientGradients). Parameters:
+    // with --zero 3 the whole buffer during the step (TransientGradients; both buffers are
+    // made at the first step and reused, not freed each step). Parameters:
     // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
     std::vector<float*> params, averages, grad_shard;
     std::vector<Stream*> streams;
@@ -281,8 +282,6 @@ int main(int argc, char** argv) {
       // docs-end: sharded-update
       step.enqueued();
       training.runtime().synchronize();
-      whole_grads.end_step();
-      if (bucketed) bucketed->end_step();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
       ++steps_run;

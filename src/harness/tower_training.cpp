@@ -15,6 +15,7 @@
 #include "trace/analysis.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
+#include "runtime/graph.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {
@@ -189,6 +190,10 @@ void TowerTraining::probe_in_capture(Tower& tower) {
   probe_every_step_ = true;
   rendezvous_->enqueue(*tower.stream);
   probed_ = true;
+}
+
+void TowerTraining::prepare_for_capture() {
+  for (auto& tower : set_.towers) towers::prepare_for_capture(*tower->stream);
 }
 
 void TowerTraining::probe_round_in_capture(Stream& origin) {

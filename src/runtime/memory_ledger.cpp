@@ -14,6 +14,7 @@ std::string_view category_name(MemoryCategory category) {
     case MemoryCategory::kOptimizerState: return "optimizer_state";
     case MemoryCategory::kActivations: return "activations";
     case MemoryCategory::kCommunication: return "communication";
+    case MemoryCategory::kWorkspace: return "workspace";
     case MemoryCategory::kOther: return "other";
   }
   throw std::invalid_argument("category_name: not a MemoryCategory");

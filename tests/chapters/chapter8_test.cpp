@@ -301,6 +301,18 @@ TEST(ShardedTowers, TowersSharingADeviceAddUpInItsLedger) {
   EXPECT_LT(state, 4 * kPsi + 8);
 }
 
+// The runtime's own workspaces (each stream's cuBLAS workspace, the kernel-stamp ring) are
+// a ledger line on GPUs only: the host backend has none, so its table and summary keep the
+// six categories they had (peak_other_bytes the last), with no workspace column or key.
+TEST(ShardedTowers, TheHostLedgerHasNoWorkspaceLine) {
+  auto r = run("08_sharded", kOneStep + "--devices 2 --zero 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("workspace"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" communication           other           total\n"),
+            std::string::npos) << r.output;
+  EXPECT_GE(r.number("peak_other_bytes"), 0.0);
+}
+
 TEST(ShardedTowers, PrintsThePapersTableFromTheSameFormula) {
   auto r = run("08_sharded", kOneStep + "--devices 2 --zero 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
