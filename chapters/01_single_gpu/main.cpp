@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
       });
     }
     if (runtime->trace().enabled()) {
-      written = write_output([&] {
+      written &= write_output([&] {
         write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
       });
     }

@@ -26,6 +26,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "harness/stage_trace.hpp"
+#include "harness/training.hpp"  // write_output
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -345,7 +346,10 @@ int main(int argc, char** argv) {
     std::printf("bubble: measured %.3f (mean idle share per stage), formula (p-1)/(%sm+p-1) = %.3f\n",
                 analysis.bubble, shape.chunks > 1 ? "v*" : "",
                 ideal_bubble_fraction(schedule, shape));
-    write_trace_files(trace_files, events, "chapter 9: pipeline, " + to_string(schedule));
+    // A trace that cannot be written (a full disk) fails the run, but after the summary:
+    // the measurement is not lost with it.
+    const bool written = write_output(
+        [&] { write_trace_files(trace_files, events, "chapter 9: pipeline, " + to_string(schedule)); });
     Summary()
         .add("backend", std::string(to_string(runtime->backend())))
         .add("devices", runtime->device_count())
@@ -382,6 +386,6 @@ int main(int argc, char** argv) {
                    first_wrong.c_str());
       return 1;
     }
-    return 0;
+    return written ? 0 : 1;
   });
 }
