@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -386,15 +387,20 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
 std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return std::nullopt;
-  // Canonical numbers only (no leading zeros), so one step has one name.
-  static const std::regex pattern("model\\.ckpt-(0|[1-9][0-9]{0,17})");
+  // Canonical numbers only (no leading zeros), so one step has one name. Every step a
+  // checkpoint can record has a name here, 19 digits included (2^63 - 1 has 19): a
+  // pattern of at most 18 once skipped the newest save, and the next run redid its step.
+  static const std::regex pattern("model\\.ckpt-(0|[1-9][0-9]{0,18})");
   std::optional<fs::path> best;
-  long long best_step = -1;
+  std::int64_t best_step = -1;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file() || !std::regex_match(name, match, pattern)) continue;
-    const long long step = std::stoll(match[1].str());
+    const std::string digits = match[1].str();
+    std::int64_t step = 0;
+    const auto [end, parse_error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (parse_error != std::errc()) continue;  // beyond 2^63 - 1: no step save_checkpoint writes
     if (step > best_step) best_step = step, best = entry.path();
   }
   return best;

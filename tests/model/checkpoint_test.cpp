@@ -257,6 +257,20 @@ TEST(Checkpoint, OnlyCanonicalStepNamesAreCheckpoints) {
   EXPECT_EQ(latest_checkpoint(dir.path()), dir.path() / "model.ckpt-7");
 }
 
+// Issue 38: a pattern of at most 18 digits skipped model.ckpt-1000000000000000000, so the
+// next --resume took the save before it, redid that step and overwrote the newest file.
+TEST(Checkpoint, AStepOfNineteenDigitsIsStillTheNewest) {
+  TempDir dir;
+  save_checkpoint(dir.path(), make_state(999999999999999999));                  // 18 digits
+  const fs::path newest = save_checkpoint(dir.path(), make_state(1000000000000000000));  // 19
+  EXPECT_EQ(latest_checkpoint(dir.path()), newest);
+  EXPECT_EQ(load_checkpoint(newest).global_step, 1000000000000000000);
+  // The largest step a checkpoint records, 2^63 - 1, is a name too; one past it is none.
+  const fs::path largest = save_checkpoint(dir.path(), make_state(std::numeric_limits<std::int64_t>::max()));
+  write_bytes(dir.path() / "model.ckpt-9223372036854775808", "beyond any step: not a checkpoint");
+  EXPECT_EQ(latest_checkpoint(dir.path()), largest);
+}
+
 TEST(Checkpoint, AWrongSizedStateIsNotSaved) {
   TempDir dir;
   TrainingState state = make_state(3);
