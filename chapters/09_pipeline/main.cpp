@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", cifar.steps, "--model cifar: training steps")
       ->capture_default_str()->check(whole_number(1, 1000000, "steps"));
   app.add_option("--seed", cifar.seed, "--model cifar: initialization and input, as chapter 1's")
-      ->capture_default_str();
+      ->capture_default_str()->check(unsigned_64());  // "-1" wrapped to 2^64 - 1 unchecked
   app.add_option("--data-dir", cifar.data_dir,
                  "--model cifar: CIFAR-10 binaries (default: the embedded synthetic set)");
   app.add_option("--save-params", cifar.save_params,
