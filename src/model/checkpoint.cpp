@@ -117,6 +117,18 @@ std::optional<std::size_t> first_non_finite(const std::vector<float>& values) {
   return std::nullopt;
 }
 
+// Adam's second moments (the optimizer state's second half) are running means of squared
+// gradients, never below zero: the first one that is, if any. A negative one (a damaged or
+// crafted file behind a correct checksum) would make the next update take the square root
+// of a negative number, and the run diverge a step later.
+std::optional<std::size_t> first_negative_second_moment(const TrainingState& state) {
+  if (state.optimizer != Optimizer::kAdam) return std::nullopt;
+  for (std::size_t i = kNumParameters; i < state.optimizer_state.size(); ++i) {
+    if (state.optimizer_state[i] < 0) return i - kNumParameters;
+  }
+  return std::nullopt;
+}
+
 [[noreturn]] void save_failed(const fs::path& file, const std::string& step, int error) {
   throw WriteError("cannot save " + file.string() + ": " + step + " failed (" +
                    std::strerror(error) + "); check that the folder exists, is writable and " +
@@ -233,6 +245,11 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
                        std::to_string(*bad) + " is " + std::to_string((*values)[*bad]) +
                        "; a diverged model is never saved");
     }
+  }
+  if (const auto bad = first_negative_second_moment(state)) {  // the loader would refuse it
+    throw UsageError("cannot save checkpoint " + file.string() + ": Adam second moment " +
+                     std::to_string(*bad) + " is negative (" +
+                     std::to_string(state.optimizer_state[kNumParameters + *bad]) + ")");
   }
   std::string bytes = checkpoint_header(state);
   put_floats(bytes, state.params);
@@ -380,6 +397,12 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
     r.fail(std::string(optimizer_name(state.optimizer)) + " state value " + std::to_string(*bad) +
            " is not finite (" + std::to_string(state.optimizer_state[*bad]) +
            "): the model had diverged");
+  }
+  if (const auto bad = first_negative_second_moment(state)) {
+    r.fail("Adam second moment " + std::to_string(*bad) + " is negative (" +
+           std::to_string(state.optimizer_state[kNumParameters + *bad]) + "), but it is a mean "
+           "of squared gradients: the file is damaged. Resume from another checkpoint, or "
+           "start afresh");
   }
   return state;
 }

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -373,13 +375,16 @@ TEST(Checkpoint, AnAbsurdRankIsRefusedWithoutAllocatingIt) {
 
 // --- Optimizer state (format version 3) ---------------------------------------------------
 
-// make_state(step) with `optimizer`'s state: distinct, exactly representable values.
+// make_state(step) with `optimizer`'s state: distinct, exactly representable values, and
+// Adam's second moments (its second half) at or above zero, as means of squares are.
 TrainingState make_state_with(Optimizer optimizer, std::int64_t step) {
   TrainingState state = make_state(step);
   state.optimizer = optimizer;
   state.optimizer_state.resize(static_cast<std::size_t>(optimizer_own_floats(optimizer)) * kNumParameters);
   for (std::size_t i = 0; i < state.optimizer_state.size(); ++i) {
-    state.optimizer_state[i] = static_cast<float>(i % 4096) * 0.25f - 3.0f;
+    const float value = static_cast<float>(i % 4096) * 0.25f - 3.0f;
+    const bool second_moment = optimizer == Optimizer::kAdam && i >= kNumParameters;
+    state.optimizer_state[i] = second_moment ? std::abs(value) : value;
   }
   return state;
 }
@@ -457,6 +462,30 @@ TEST(Checkpoint, AnUnknownOrNonFiniteOptimizerStateIsRefusedOnLoad) {
   reseal(nan);
   write_bytes(file, nan);
   expect_refused(file, "momentum state value 9 is not finite");
+}
+
+// Issue 38: a negative Adam second moment loaded, and the run diverged one step later.
+TEST(Checkpoint, ANegativeAdamSecondMomentIsRefusedOnLoadAndNeverSaved) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state_with(Optimizer::kAdam, 2));
+  std::string bad = read_bytes(file);
+  const std::size_t second_moments = bad.size() - 8 - 4 * kNumParameters;  // v, before the sum
+  const float minus_half = -0.5f;
+  std::uint32_t bits;
+  std::memcpy(&bits, &minus_half, sizeof bits);
+  for (int i = 0; i < 4; ++i) bad[second_moments + 4 * 11 + i] = static_cast<char>(bits >> (8 * i));
+  reseal(bad);
+  write_bytes(file, bad);
+  expect_refused(file, "Adam second moment 11 is negative (-0.500000)");  // and the file
+  // Momentum's velocity has a sign: the same value there loads.
+  TrainingState momentum = make_state_with(Optimizer::kMomentum, 3);
+  momentum.optimizer_state[11] = -0.5f;
+  EXPECT_EQ(load_checkpoint(save_checkpoint(dir.path(), momentum)).optimizer_state[11], -0.5f);
+  // And the writer never makes the file the loader would refuse.
+  TrainingState adam = make_state_with(Optimizer::kAdam, 4);
+  adam.optimizer_state[kNumParameters + 11] = -0.5f;
+  EXPECT_THROW(save_checkpoint(dir.path(), adam), UsageError);
+  EXPECT_FALSE(fs::exists(dir.path() / checkpoint_name(4)));
 }
 
 TEST(Checkpoint, AWrongSizedOrDivergedOptimizerStateIsNotSaved) {
