@@ -351,6 +351,7 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
   }
 
   TrainingState state;
+  state.format_version = version;
   state.global_step = static_cast<std::int64_t>(r.get(8));
   const std::uint64_t count = r.get(8);
   if (count != kNumParameters) {
@@ -405,6 +406,10 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
            "start afresh");
   }
   return state;
+}
+
+bool holds_parameters_only(const TrainingState& state) {
+  return state.format_version >= 2 && !state.input;
 }
 
 std::optional<fs::path> latest_checkpoint(const fs::path& dir) {

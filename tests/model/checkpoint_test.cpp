@@ -296,6 +296,17 @@ TEST(Checkpoint, TheInputPositionRoundTrips) {
   EXPECT_FALSE(load_checkpoint(save_checkpoint(dir.path(), saved)).input.has_value());
 }
 
+// A --save-params file is a version 2 file without an input position: every save a
+// --checkpoint-dir makes records one. A version 1 file has none either, but it is a checkpoint.
+TEST(Checkpoint, ASaveParamsFileIsToldFromACheckpoint) {
+  TempDir dir;
+  TrainingState state = make_state(6);
+  EXPECT_TRUE(holds_parameters_only(load_checkpoint(save_checkpoint(dir.path(), state))));
+  state.input = data::InputPosition{3, 50000, 128, 2, 384};
+  EXPECT_FALSE(holds_parameters_only(load_checkpoint(save_checkpoint(dir.path(), state))));
+  EXPECT_FALSE(holds_parameters_only(state)) << "made in memory, read from no file";
+}
+
 TEST(Checkpoint, VersionOneFilesStillLoadWithoutAnInputPosition) {
   TempDir dir;
   const TrainingState saved = make_state(4);
@@ -311,6 +322,7 @@ TEST(Checkpoint, VersionOneFilesStillLoadWithoutAnInputPosition) {
   const TrainingState loaded = load_checkpoint(file);
   EXPECT_EQ(loaded.params, saved.params);
   EXPECT_FALSE(loaded.input.has_value());
+  EXPECT_FALSE(holds_parameters_only(loaded)) << "a version 1 checkpoint, not --save-params'";
 }
 
 TEST(Checkpoint, AnInputPositionOutsideItsSetIsRefused) {
