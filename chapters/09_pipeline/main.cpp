@@ -224,13 +224,20 @@ int main(int argc, char** argv) {
     // plus a vector of ones per stage (a stage's "layer" adds one to what it receives).
     const std::size_t bytes = kActivationFloats * sizeof(float);
     std::vector<std::vector<Slot>> slots(num_virtual);
-    for (int vs = 0; vs < num_virtual; ++vs) {
+    for (int vs = 0; vs < num_virtual; ++vs) try {
       Device& device = *devices[vs % p];
       for (int mb = 0; mb < shape.micro_batches; ++mb) {
         Slot slot{device.allocate(bytes), device.allocate(bytes), device.allocate(bytes),
                   device.allocate(bytes), device.create_wait_event(), device.create_wait_event()};
         slots[vs].push_back(std::move(slot));
       }
+    } catch (const OutOfMemory& e) {  // in this mode's flags: it has no batch and no towers
+      throw UsageError(e.fact() + " (" + std::to_string(num_virtual) + " virtual stage(s) of " +
+                       std::to_string(shape.micro_batches) + " micro-batch slots on " +
+                       std::to_string(runtime->device_count()) + " device(s)). Use fewer "
+                       "--micro-batches or --virtual chunks (a stage keeps 4 buffers per "
+                       "micro-batch and chunk), or more --devices (stages share a device when "
+                       "there are fewer devices than stages).");
     }
     std::vector<Buffer> ones;
     for (int s = 0; s < p; ++s) {
