@@ -6,7 +6,7 @@ suite, never written) is a promise nothing checks.
 
     tests/docs/test_names_check.py SOURCE_DIR [PAGE ...]   # default: the two pages above
 
-A name is found when a TEST, TEST_F or TEST_P of the sources defines it, or an add_test
+A name (`Suite.Name`, or a CMake test such as `scripts.Name`) is found when a TEST, TEST_F or TEST_P of the sources defines it, or an add_test
 NAME of a CMakeLists.txt (${var} in a CMake name matches anything); `Suite.Prefix*`
 matches any test that starts so. Reads sources only, so a build without MPI or the
 benchmarks checks the same names. Exit 1 listing each missing name with its page."""
@@ -43,7 +43,7 @@ def main():
     missing = []
     for page in pages:
         text = (root / page).read_text()
-        for name in sorted(set(re.findall(r"`([A-Z]\w*\.[A-Z][\w.*]*)`", text)) - PLACEHOLDERS):
+        for name in sorted(set(re.findall(r"`([A-Za-z]\w*\.[A-Z][\w.*]*)`", text)) - PLACEHOLDERS):
             if name.endswith("*"):
                 prefix = name[:-1]
                 found = any(n.startswith(prefix) for n in names) or \
