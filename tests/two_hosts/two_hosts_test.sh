@@ -22,6 +22,12 @@
 #           program that is not there or not a file is named
 #   loss    a job over a 30 % lossy link ends (a collective timeout or a lost daemon), and
 #           run says it was the packet loss, not a cut, and what to do
+#   link    bench/two-hosts-link at 100mbit (its fit below the link model's 0.1 Gb/s: it
+#           exited 2 without a word) fills the measured columns, marks the simulated ones
+#           n/a with a note, and goes on to 1gbit; a bad --rates is refused before any run.
+#           The all-reduce bench and chapter 6's ranks are stand-ins that print a
+#           table and a summary at once (the real ones take minutes at 100mbit); the
+#           simulated link is the real 06_overlap
 set -uo pipefail
 root=${1:?usage: two_hosts_test.sh <source dir> <bin dir> <case>}
 bin=${2:?bin dir}
@@ -239,6 +245,48 @@ loss)
   grep -q "the cable was never cut" <<<"$out" && grep -q -- "--loss 10 or less" <<<"$out" ||
     fail "not told what to do: $out"
   echo "$out" | tail -n 3
+  ;;
+link)
+  link_bench="$root/bench/two-hosts-link"
+  for bad in 100000gbit fast; do
+    bounded 10 "$link_bench" --rates "$bad" --bin "$bin"
+    [ "$rc" -eq 2 ] && grep -q -- "--rates: '$bad' is not a rate from 8kbit to 100gbit" <<<"$out" ||
+      fail "--rates $bad: exit $rc: $out"
+  done
+  stand_ins="$tmp/bin"
+  mkdir -p "$stand_ins"
+  ln -s "$bin/06_overlap" "$stand_ins/06_overlap"
+  # bench_allreduce_mpi's table on rank 0: size, then time (us) algbw busbw #wrong for
+  # MPI_Allreduce, the ring and chapter 4's ring; the ring's time 200 us + the bytes at 90 %
+  # of the rate `up` shaped the cable to (scripts/two-hosts keeps it in /run).
+  cat >"$stand_ins/bench_allreduce_mpi" <<'EOF'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+bits=$(awk '{ n = $0 + 0; u = substr($0, length(n "") + 1);
+              print n * (u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : 1e3) }' "/run/$TWO_HOSTS_PREFIX-two-hosts/rate")
+size=4096
+while [ $size -le 67108864 ]; do
+  t=$(awk -v b=$size -v r="$bits" 'BEGIN { printf "%.1f", 200 + 8 * b / (0.9 * r) * 1e6 }')
+  echo "  $size $t 1 1 0 $t 1 1 0 $t 1 1 0"
+  size=$((size * 4))
+done
+echo "summary: ranks=2 sizes=12 wrong=0"
+EOF
+  cat >"$stand_ins/06_overlap_ranks" <<'EOF'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+echo "summary: backend=host steps=2 step_ms=500.0"
+EOF
+  chmod +x "$stand_ins/bench_allreduce_mpi" "$stand_ins/06_overlap_ranks"
+  bounded 200 "$link_bench" --rates "100mbit 1gbit" --repeats 1 --steps 2 --batch-size 2 --bin "$stand_ins"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $out"
+  grep -qE '^\| 100mbit \|.*\| n/a \(outside the model\) \| n/a \| n/a \|$' <<<"$out" ||
+    fail "no 100mbit row with n/a simulated columns: $out"
+  grep -q "Note: 100mbit: the fit gives --link-gbps 0.09.*outside the link model's range" <<<"$out" ||
+    fail "no note on 100mbit: $out"
+  grep -qE '^\| 1gbit \|.*\| --link-gbps [0-9.]+ --link-latency-us [0-9]+ \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out" ||
+    fail "no simulated 1gbit row: $out"
+  grep "^|" <<<"$out" | tail -n 2
   ;;
 *) fail "unknown case '$case_name'" ;;
 esac
