@@ -76,6 +76,9 @@ TEST(FlagChecks, AnEmptyNumberIsRefusedNotReadAsZero) {
   cases.push_back({"05_ranks", "--fail-rank ''", "--fail-rank: '' is not a whole number"});
   cases.push_back({"06_overlap_ranks", "--fail-rank -2", "--fail-rank: -2 is not in [0, "});
   cases.push_back({"05_ranks", "--fail-at-step ''", "--fail-at-step: '' is not a whole number"});
+  // A flag whose own parser refuses it: exit status 1 in the ranks' programs, 2 elsewhere.
+  cases.push_back({"05_ranks", "--backend cdua", "error: unknown backend 'cdua'"});
+  cases.push_back({"06_overlap_ranks", "--backend ''", "error: unknown backend ''"});
 #endif
 #ifdef TOWERS_TEST_BENCH
   cases.push_back({"bench_sharded", "--zero ''", "--zero: '' is not a whole number"});
