@@ -93,8 +93,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
       first_input_step_ = data::steps_before(*resumed->input, train_.size(), job_towers_,
                                              flags.layout.batch_size, flags.seed);
     } else {
-      std::printf("note: %s (format 1) has no input position: the input starts again at "
-                  "epoch 0\n", checkpoints_.resumed_from().c_str());
+      std::printf("%s", missing_input_note(*resumed, checkpoints_.resumed_from().string()).c_str());
     }
   } else {
     model::initialize_parameters(flags.seed, initial_params());
