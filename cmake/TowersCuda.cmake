@@ -14,15 +14,8 @@ if(NOT TOWERS_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
-    find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-    find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-    if(NOT NCCL_INCLUDE_DIR OR NOT NCCL_LIBRARY)
-      message(FATAL_ERROR "towers: CUDA found but NCCL is missing. Install NCCL (libnccl-dev) "
-                          "or configure with -DTOWERS_CUDA=OFF for a host-only build.")
-    endif()
-    add_library(NCCL::nccl UNKNOWN IMPORTED)
-    set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
-      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+    include(${CMAKE_CURRENT_LIST_DIR}/TowersNccl.cmake)
+    towers_find_nccl()  # NCCL::nccl, from the system or NCCL's pip wheel
     set(TOWERS_HAVE_CUDA ON)
   elseif(TOWERS_CUDA STREQUAL "ON")
     message(FATAL_ERROR "towers: TOWERS_CUDA=ON but no CUDA compiler was found. Install the "

@@ -13,6 +13,20 @@ foreach(var NAME PROGRAM OUT_DIR SOURCE_DIR BINARY_DIR)
     message(FATAL_ERROR "run_program.cmake: -D${var}=... is required")
   endif()
 endforeach()
+# ARGS may hold {RUN.key}: the value another docs run (RUN, run before this one) printed
+# for key on its last summary line, e.g. --link-gbps {06_link.link_gbps}: two runs that
+# must share a setting this machine chose (docs/CMakeLists.txt adds the dependency).
+string(REGEX MATCHALL "{[A-Za-z0-9_]+\\.[a-z0-9_]+}" refs "${ARGS}")
+foreach(ref IN LISTS refs)
+  string(REGEX REPLACE "^{([A-Za-z0-9_]+)\\.([a-z0-9_]+)}$" "\\1" ref_run "${ref}")
+  string(REGEX REPLACE "^{([A-Za-z0-9_]+)\\.([a-z0-9_]+)}$" "\\2" ref_key "${ref}")
+  file(STRINGS ${OUT_DIR}/${ref_run}.txt ref_lines REGEX "^summary: ")
+  list(GET ref_lines -1 ref_last)
+  if(NOT " ${ref_last} " MATCHES " ${ref_key}=([^ ]+) ")
+    message(FATAL_ERROR "docs: ${NAME}'s ${ref} names ${ref_key}, which ${ref_run} does not print")
+  endif()
+  string(REPLACE "${ref}" "${CMAKE_MATCH_1}" ARGS "${ARGS}")
+endforeach()
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 # LAUNCHER (optional): what starts the program, e.g. "mpiexec -n 2" for chapter 5's ranks.
 separate_arguments(launcher UNIX_COMMAND "${LAUNCHER}")

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
     // The simulated link slows copies between one process's devices; here each rank has
     // one device and the gradients cross a real link (MPI), which the flag cannot slow.
-    if (flags.runtime.link.limited()) {
+    if (flags.runtime.link.asked()) {
       throw UsageError("--link-gbps and --link-latency-us model the link between the "
                        "simulated devices of one process (the other chapters, with --devices "
                        "2 or more); chapter 5's ranks talk over MPI on a real link. Leave them "

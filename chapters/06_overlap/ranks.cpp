@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   add_fault_flags(app, fault_flags);
 
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
-    if (flags.runtime.link.limited()) {  // as in chapter 5: the ranks' link is real
+    if (flags.runtime.link.asked()) {  // as in chapter 5: the ranks' link is real
       throw UsageError("--link-gbps and --link-latency-us model the link between the "
                        "simulated devices of one process (06_overlap --devices 2 or more); "
                        "these ranks talk over MPI on a real link. Leave them out; to slow it, "

@@ -56,9 +56,12 @@ int main(int argc, char** argv) {
         [&](float* out) { meet.copy(out, averages.data(), param_bytes); meet.synchronize(); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     // Everything the graph touches is allocated before the capture: a graph cannot allocate.
+    // That includes what a stream makes on first use (its cuBLAS handle, on a GPU): the
+    // tower streams, which join the capture, are prepared here; `meet`, the origin, by
+    // capture_graph() itself.
     StepScalars scalars(*root.device);
     auto fork = root.device->create_event();
-    for (auto& tower : towers) prepare_for_capture(*tower->stream);
+    training.prepare_for_capture();
     int tower_bodies_run = 0;
 
     const auto capture_started = std::chrono::steady_clock::now();

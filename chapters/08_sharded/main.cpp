@@ -84,7 +84,12 @@ int main(int argc, char** argv) {
                  "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
                  "(moving averages sharded: each tower updates only its shard), 2 (gradients "
                  "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
-      ->capture_default_str();
+      ->capture_default_str()
+      // Checked like every number flag: CLI11 reads an empty value as 0, so `--zero ''`
+      // (an unset shell variable) ran ZeRO-0 without a word.
+      ->check(whole_number(0, kMaxZeroStage,
+                           "(not a ZeRO stage; use 0: no sharding, 1: the optimizer state "
+                           "sharded, 2: and the gradients, 3: and the parameters)"));
   app.add_option("--optimizer", optimizer_flag,
                  "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
                  "all keep the moving averages, and --zero 1 to 3 shard all of their state")
@@ -107,11 +112,6 @@ int main(int argc, char** argv) {
       ->default_str("0");
 
   return run_program(app, argc, argv, [&] {
-    if (zero < 0 || zero > kMaxZeroStage) {
-      throw UsageError("--zero " + std::to_string(zero) + " is not a ZeRO stage. Use --zero 0 "
-                       "(no sharding), 1 (optimizer state sharded), 2 (and gradients) or 3 "
-                       "(and parameters).");
-    }
     if (zero == 3 && check_flags.inject_divergence >= 0) {
       throw UsageError("--inject-divergence perturbs one tower's copy of the parameters; with "
                        "--zero 3 no tower holds a copy (each parameter lives on one tower), so "
@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
     // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
     // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
     // (grad_shard): with --zero 2 it holds one bucket whole at a time (BucketedGradients),
-    // with --zero 3 the whole buffer for one step (TransientGradients). Parameters:
+    // with --zero 3 the whole buffer during the step (TransientGradients; both buffers are
+    // made at the first step and reused, not freed each step). Parameters:
     // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
     std::vector<float*> params, averages, grad_shard;
     std::vector<Stream*> streams;
@@ -281,8 +282,6 @@ int main(int argc, char** argv) {
       // docs-end: sharded-update
       step.enqueued();
       training.runtime().synchronize();
-      whole_grads.end_step();
-      if (bucketed) bucketed->end_step();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
       if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
       ++steps_run;

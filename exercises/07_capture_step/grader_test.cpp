@@ -40,6 +40,9 @@ struct Towers {
       streams.back()->set_tower(i);
       done.push_back(runtime->device(i).create_event());
       step.push_back(StepTower{streams.back().get(), done.back().get()});
+      // What chapter 7's harness does: a tower stream joins the capture and launches work
+      // there, so it is prepared first (capture_graph prepares `meet`, its origin).
+      prepare_for_capture(*streams.back());
     }
     meet = runtime->device(0).create_stream();
     fork = runtime->device(0).create_event();

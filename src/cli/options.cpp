@@ -15,7 +15,27 @@
 
 namespace towers {
 
-CLI::Validator whole_number(long long lo, long long hi, const std::string& why) {
+namespace {
+
+// A check's `why` after the range, one space between: "[1, 64] stages", never "[1, 64]stages"
+// (callers write a unit, "stages", or a reason, "(a day at most)", with or without the space).
+std::string set_apart(const std::string& why) {
+  return why.empty() || why.front() == ' ' ? why : " " + why;
+}
+
+// 0.1, 100000, 1e+06: six significant digits, as people write bounds (not 309 digits).
+std::string readable(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+std::string range_text(double lo, double hi) { return "[" + readable(lo) + ", " + readable(hi) + "]"; }
+
+}  // namespace
+
+CLI::Validator whole_number(long long lo, long long hi, const std::string& unit_or_reason) {
+  const std::string why = set_apart(unit_or_reason);
   return CLI::Validator(
       [lo, hi, why](std::string& text) -> std::string {
         long long value = 0;
@@ -32,20 +52,8 @@ CLI::Validator whole_number(long long lo, long long hi, const std::string& why) 
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-namespace {
-
-// 0.1, 100000, 1e+06: six significant digits, as people write bounds (not 309 digits).
-std::string readable(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
-std::string range_text(double lo, double hi) { return "[" + readable(lo) + ", " + readable(hi) + "]"; }
-
-}  // namespace
-
-CLI::Validator finite_number(double lo, double hi, const std::string& why) {
+CLI::Validator finite_number(double lo, double hi, const std::string& unit_or_reason) {
+  const std::string why = set_apart(unit_or_reason);
   return CLI::Validator(
       [lo, hi, why](std::string& text) -> std::string {
         double value = 0;
@@ -83,6 +91,17 @@ CLI::Validator link_gbps(bool zero_means_unlimited) {
         return range(text);
       },
       "NUMBER: 0 or in " + range_text(kMinLinkGbps, kMaxLinkGbps));
+}
+
+CLI::Validator link_gbps_or_auto() {
+  const CLI::Validator number = link_gbps();
+  return CLI::Validator(
+      [number](std::string& text) -> std::string {
+        if (text == "auto") return "";
+        const std::string error = number(text);
+        return error.empty() ? "" : error + "; or auto (sized to this machine's compute)";
+      },
+      "NUMBER in " + range_text(kMinLinkGbps, kMaxLinkGbps) + " or auto");
 }
 
 CLI::Validator unsigned_64() {
@@ -128,11 +147,17 @@ void add_runtime_flags(CLI::App& app, RuntimeOptions& options) {
       ->check(whole_number(1, kMaxDevices,
                            " (each simulated device runs its own threads; no machine has more GPUs)"))
       ->default_str("host: " + std::to_string(kDefaultHostDevices) + ", cuda: all GPUs");
-  app.add_option("--link-gbps", options.link.gbps,
-                 "host: simulate a link of this many gigabits/s between devices (peer copies "
-                 "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
-                 "4800). Chapter 6")
-      ->check(link_gbps())
+  app.add_option_function<std::string>(
+         "--link-gbps",
+         [&options](const std::string& text) {
+           options.link.sized_to_compute = text == "auto";
+           options.link.gbps = text == "auto" ? 0 : std::stod(text);
+         },
+         "host: simulate a link of this many gigabits/s between devices (peer copies "
+         "take latency + 8 * bytes / bandwidth; 10 GbE ~ 10, PCIe 4 ~ 256, NVLink 3 ~ "
+         "4800), or auto: the bandwidth at which one all-reduce of the gradients takes as "
+         "long as a tower's backward pass on this machine, measured first. Chapter 6")
+      ->check(link_gbps_or_auto())
       ->default_str("unlimited");
   app.add_option("--link-latency-us", options.link.latency_us,
                  "host: microseconds added to every peer copy of the simulated link")

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "model/parameters.hpp"
 #include "parallel/layer_gather.hpp"
@@ -15,7 +16,20 @@ namespace {
 constexpr std::array<MemoryCategory, kMemoryCategoryCount> kCategories = {
     MemoryCategory::kParameters,    MemoryCategory::kGradients,
     MemoryCategory::kOptimizerState, MemoryCategory::kActivations,
-    MemoryCategory::kCommunication, MemoryCategory::kOther};
+    MemoryCategory::kCommunication, MemoryCategory::kWorkspace,
+    MemoryCategory::kOther};
+
+// The categories the table shows: every one, but the runtime's workspace only where a
+// device has any (on GPUs; the host backend has none, and its table stays as it was).
+std::vector<MemoryCategory> shown_categories(Runtime& runtime, int devices) {
+  std::vector<MemoryCategory> shown;
+  for (MemoryCategory c : kCategories) {
+    bool any = c != MemoryCategory::kWorkspace;
+    for (int d = 0; d < devices && !any; ++d) any = runtime.device(d).memory().peak(c) > 0;
+    if (any) shown.push_back(c);
+  }
+  return shown;
+}
 
 }  // namespace
 
@@ -32,19 +46,20 @@ std::string paper_example_line() {
 
 Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int stage,
                       const ZeroSizes& sizes) {
-  std::array<std::size_t, kMemoryCategoryCount> largest{};
+  const std::vector<MemoryCategory> categories = shown_categories(runtime, devices);
+  std::vector<std::size_t> largest(categories.size(), 0);
   std::size_t largest_total = 0;
   std::printf("\nmemory per device, peak bytes (ZeRO-%d, %d tower(s) on %d device(s), %.0f "
               "parameters):\n",
               stage, sizes.devices, devices, sizes.parameters);
   std::printf("  %-8s", "");
-  for (MemoryCategory c : kCategories) std::printf(" %15s", std::string(category_name(c)).c_str());
+  for (MemoryCategory c : categories) std::printf(" %15s", std::string(category_name(c)).c_str());
   std::printf(" %15s\n", "total");
   for (int d = 0; d < devices; ++d) {
     const MemoryLedger& ledger = runtime.device(d).memory();
     std::printf("  dev%-5d", d);
-    for (std::size_t i = 0; i < kCategories.size(); ++i) {
-      const std::size_t peak = ledger.peak(kCategories[i]);
+    for (std::size_t i = 0; i < categories.size(); ++i) {
+      const std::size_t peak = ledger.peak(categories[i]);
       largest[i] = std::max(largest[i], peak);
       std::printf(" %15zu", peak);
     }
@@ -55,8 +70,10 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
   const double k = towers_per_device;
   const ZeroBytes formula{per_tower.parameters * k, per_tower.gradients * k,
                           per_tower.optimizer_state * k};
-  std::printf("  %-8s %15.1f %15.1f %15.1f %15s %15s %15s %15.1f\n", "formula", formula.parameters,
-              formula.gradients, formula.optimizer_state, "-", "-", "-", formula.total());
+  std::printf("  %-8s %15.1f %15.1f %15.1f", "formula", formula.parameters, formula.gradients,
+              formula.optimizer_state);
+  for (std::size_t i = 3; i < categories.size(); ++i) std::printf(" %15s", "-");
+  std::printf(" %15.1f\n", formula.total());
   std::printf("  (formula: parameters, gradients and optimizer state only; activations depend on "
               "the batch, not on N)\n");
   std::printf("ZeRO paper's example, same formula (7.5e9 parameters, 64 devices, 2+2+12 bytes), "
@@ -64,8 +81,8 @@ Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int 
               paper_example_line().c_str());
 
   Summary summary;
-  for (std::size_t i = 0; i < kCategories.size(); ++i) {
-    summary.add("peak_" + std::string(category_name(kCategories[i])) + "_bytes",
+  for (std::size_t i = 0; i < categories.size(); ++i) {
+    summary.add("peak_" + std::string(category_name(categories[i])) + "_bytes",
                 static_cast<long long>(largest[i]));
   }
   summary.add("peak_total_bytes", static_cast<long long>(largest_total));

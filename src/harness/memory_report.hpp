@@ -21,7 +21,8 @@ namespace towers {
 /// zero_bytes_per_device(stage, sizes) times `towers_per_device` (each tower is one of
 /// the N ranks the state is sharded over; towers sharing a device add up); returns the
 /// summary keys
-/// peak_<category>_bytes (every category), peak_total_bytes and
+/// peak_<category>_bytes (every category; workspace only where a device has any: on
+/// GPUs), peak_total_bytes and
 /// formula_<parameters|gradients|optimizer_state|total>_bytes.
 Summary report_memory(Runtime& runtime, int devices, int towers_per_device, int stage,
                       const ZeroSizes& sizes);

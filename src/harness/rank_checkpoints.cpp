@@ -43,9 +43,9 @@ std::int64_t RankCheckpoints::resume_input(TowerTraining& training, int ranks) c
   std::printf("resumed from %s at step %lld\n", dir_ ? dir_->resumed_from().c_str() : "",
               static_cast<long long>(resumed_->global_step));
   training.set_first_global_step(resumed_->global_step);
-  if (!resumed_->input) {
-    std::printf("note: the checkpoint (format 1) has no input position: the input starts "
-                "again at epoch 0\n");
+  if (!resumed_->input) {  // only rank 0 read the file: the others say it plainly
+    std::printf("%s", missing_input_note(*resumed_, dir_ ? dir_->resumed_from().string()
+                                                         : "the checkpoint").c_str());
     return 0;
   }
   // Every rank's iterator restarts at the global batch the checkpoint's input stood at.

@@ -10,10 +10,12 @@
 #include "data/preprocess.hpp"
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
+#include "harness/link_sizing.hpp"
 #include "model/checkpoint.hpp"
 #include "trace/analysis.hpp"
 #include "model/ops.hpp"
 #include "model/parameters.hpp"
+#include "runtime/graph.hpp"
 #include "trace/span_names.hpp"
 
 namespace towers {
@@ -35,12 +37,33 @@ void TowerTraining::add_checkpoint_flags(CLI::App& app, TrainingFlags& flags) {
   flags.resumable = true;
 }
 
+RuntimeOptions TowerTraining::sized_runtime(TrainingFlags& flags) {
+  LinkModel& link = flags.runtime.link;
+  if (!link.sized_to_compute) return flags.runtime;
+  // Asked for cuda (or auto finding a GPU): said before anything looks for the GPU.
+  if (flags.runtime.backend == BackendChoice::kCuda ||
+      resolve_backend(flags.runtime.backend) != Backend::kHost) {
+    throw UsageError("--link-gbps auto sizes the simulated link between host devices; on "
+                     "GPUs the real link is used. Leave it out, or add --backend host.");
+  }
+  const int towers = flags.layout.towers > 0
+                         ? flags.layout.towers
+                         : flags.runtime.devices.value_or(kDefaultHostDevices) *
+                               flags.layout.towers_per_device;
+  const LinkSizing sizing = size_link_to_backward(towers, flags.layout.batch_size);
+  link.gbps = sizing.gbps;
+  link.sized_to_compute = false;
+  std::printf("%s\n", sizing.gbps > 0 ? sizing.describe(towers).c_str()
+                                      : "link: --link-gbps auto: one tower, no link needed");
+  return flags.runtime;
+}
+
 TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput input,
                              int job_towers)
     : flags_(flags),
       checkpoints_(flags.checkpoints),
       test_(flags.eval ? std::optional(load_test_set(flags.data_dir)) : std::nullopt),
-      runtime_(Runtime::create(flags.runtime)) {
+      runtime_(Runtime::create(sized_runtime(flags_))) {
   // One compute thread per simulated device, so N devices use N cores and the trace
   // shows honest overlap. Real GPUs ignore this.
   ops::set_host_op_threads(1);
@@ -72,8 +95,7 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
       first_input_step_ = data::steps_before(*resumed->input, train_.size(), job_towers_,
                                              flags.layout.batch_size, flags.seed);
     } else {
-      std::printf("note: %s (format 1) has no input position: the input starts again at "
-                  "epoch 0\n", checkpoints_.resumed_from().c_str());
+      std::printf("%s", missing_input_note(*resumed, checkpoints_.resumed_from().string()).c_str());
     }
   } else {
     model::initialize_parameters(flags.seed, initial_params());
@@ -169,6 +191,10 @@ void TowerTraining::probe_in_capture(Tower& tower) {
   probe_every_step_ = true;
   rendezvous_->enqueue(*tower.stream);
   probed_ = true;
+}
+
+void TowerTraining::prepare_for_capture() {
+  for (auto& tower : set_.towers) towers::prepare_for_capture(*tower->stream);
 }
 
 void TowerTraining::probe_round_in_capture(Stream& origin) {

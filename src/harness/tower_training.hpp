@@ -202,6 +202,10 @@ class TowerTraining {
   /// Instantiating the graph has loaded its kernels, so no first-launch synchronization
   /// can stall it.
   void probe_in_capture(Tower& tower);
+  /// Before capturing a step (chapter 7): prepares every tower's stream, the branches that
+  /// join the capture, with prepare_for_capture() (runtime/graph.hpp). capture_graph()
+  /// prepares its origin itself.
+  void prepare_for_capture();
   /// With --probe, in a step being captured: enqueues on `origin`, before the fork, the
   /// start of a new round of the rendezvous (Rendezvous::enqueue_reset), so that each
   /// replay's probes must meet anew. Without it the first replay's flags stayed set and
@@ -232,6 +236,9 @@ class TowerTraining {
 
  private:
   friend class StepScope;
+  /// flags.runtime, with `--link-gbps auto` turned into a bandwidth (link_sizing.hpp),
+  /// which it prints; throws UsageError for auto on GPUs. Runs before the runtime is made.
+  static RuntimeOptions sized_runtime(TrainingFlags& flags);
   /// Whether the ops of `step` are traced in this run: step_is_traced() for its backend.
   bool traces_step(int step) const;
   void probe(Tower& tower);

@@ -193,6 +193,8 @@ Summary tower_summary(const TrainingFlags& flags, Runtime& runtime, int towers,
   // cuda only (the host backend stamps nothing): ops whose stamps were lost and counted
   // as idle above. Not 0: the stamp numbers read low (lost_stamps_warning says so too).
   if (cuda) summary.add("lost_stamp_ops", traces.lost_stamp_ops());
+  // The simulated link, given or sized by --link-gbps auto (harness/link_sizing.hpp).
+  if (flags.runtime.link.gbps > 0) summary.add("link_gbps", flags.runtime.link.gbps, 4);
   return summary;
 }
 

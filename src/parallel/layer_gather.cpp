@@ -17,6 +17,13 @@ const model::GradientLayer& layer_range(int layer) {
   return model::gradient_layers()[static_cast<std::size_t>(layer)];
 }
 
+// Floats of a layer's place at one end of the window: its count rounded up to the
+// window's alignment, so that the other end starts aligned too.
+std::size_t aligned_count(int layer) {
+  constexpr std::size_t floats = LayerGather::kWindowAlignment / sizeof(float);
+  return (layer_range(layer).count + floats - 1) / floats * floats;
+}
+
 }  // namespace
 
 // One tower's window, its communication stream and the events between the two streams.
@@ -41,7 +48,7 @@ std::size_t LayerGather::window_elements() {
   const std::vector<int>& uses = schedule();
   std::size_t largest = 0;
   for (std::size_t u = 0; u + 1 < uses.size(); ++u) {
-    largest = std::max(largest, layer_range(uses[u]).count + layer_range(uses[u + 1]).count);
+    largest = std::max(largest, aligned_count(uses[u]) + aligned_count(uses[u + 1]));
   }
   return largest;
 }
@@ -89,11 +96,14 @@ model::Network::LayerParams LayerGather::hooks(int tower) {
 }
 
 float* LayerGather::slot(int tower, std::size_t use) const {
-  // End 0 from the window's start, end 1 flush with its end: two consecutive uses never
-  // overlap, since the window holds the largest two consecutive layers.
+  // End 0 from the window's start, end 1 as near its end as alignment allows: two
+  // consecutive uses never overlap, since the window holds the largest two consecutive
+  // layers, each rounded up. Both ends start on a kWindowAlignment boundary (the window
+  // and the rounded counts are multiples of it); flush with the end, a layer whose count
+  // is not would start only 4- or 8-byte aligned (softmax_linear's 1930 floats did).
   float* window = per_tower_[tower]->window.as<float>();
   if (use % 2 == 0) return window;
-  return window + (window_elements() - layer_range(schedule()[use]).count);
+  return window + (window_elements() - aligned_count(schedule()[use]));
 }
 
 const float* LayerGather::acquire(int tower, int layer) {

@@ -12,7 +12,10 @@
 // next layer is enqueued as soon as the current one is handed to the compute stream, so it
 // travels while the current layer computes (chapter 6's two streams). The window therefore
 // holds two layers at once: the one in use at one end, the next one at the other end, so
-// its size is the largest sum of two consecutive layers in the order the passes use them.
+// its size is the largest sum of two consecutive layers in the order the passes use them,
+// each rounded up to 256 bytes: both ends start on a 256-byte boundary, as every
+// allocation does (cudaMalloc's alignment), so a kernel reading a gathered layer sees the
+// alignment it would see in a buffer of its own.
 // Events order the two streams: the compute stream waits until a layer has arrived; the
 // communication stream waits until the layer that last used an end has been released.
 // The backward pass asks for a layer only after its weight and bias gradients, which do
@@ -65,8 +68,12 @@ class LayerGather {
   /// them: conv1 .. softmax_linear, then softmax_linear .. conv2 (the backward pass does
   /// not read conv1's weights).
   static const std::vector<int>& schedule();
-  /// Floats of each tower's window: the largest two consecutive layers of schedule().
+  /// Floats of each tower's window: the largest two consecutive layers of schedule(),
+  /// each rounded up to kWindowAlignment bytes.
   static std::size_t window_elements();
+  /// Where each end of a window starts, in bytes from an allocation's start (which is
+  /// itself aligned so): what acquire() returns is aligned to it.
+  static constexpr std::size_t kWindowAlignment = 256;
   /// Parameters the backward pass gathers (every layer but conv1).
   static std::size_t backward_elements();
 

@@ -14,25 +14,20 @@ namespace towers {
 TransientGradients::TransientGradients(std::vector<std::unique_ptr<Tower>>& towers,
                                        bool transient)
     : towers_(towers), transient_(transient) {
-  if (transient_) end_step();
+  if (!transient_) return;
+  for (auto& tower : towers_) tower->grads = Buffer();  // made at the first step instead
 }
 
 std::vector<float*> TransientGradients::begin_step() {
   std::vector<float*> grads;
   for (auto& tower : towers_) {
-    if (transient_) {
+    if (transient_ && tower->grads.empty()) {
       tower->grads = tower->device->allocate(model::kNumParameters * sizeof(float),
                                              MemoryCategory::kGradients);
     }
     grads.push_back(tower->grads.as<float>());
   }
   return grads;
-}
-
-void TransientGradients::end_step() {
-  if (!transient_) return;
-  // The streams are done with them (the caller synchronized): freeing cannot race.
-  for (auto& tower : towers_) tower->grads = Buffer();
 }
 
 namespace {
@@ -99,9 +94,5 @@ void BucketedGradients::backward(std::span<const float* const> params,
   }
 }
 
-void BucketedGradients::end_step() {
-  // The streams are done with them (the caller synchronized): freeing cannot race.
-  buffers_.clear();
-}
 
 }  // namespace towers

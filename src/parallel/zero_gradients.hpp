@@ -17,11 +17,17 @@
 //
 // TransientGradients (ZeRO-3): the backward pass, which gathers each layer's parameters as
 // it goes (layer_gather.hpp), writes every layer's gradients into one whole buffer, the
-// step's single bucket: allocated when the step begins, reduce-scattered after the
-// backward pass, its owned shard copied into the tower's persistent gradient shard, and
-// freed when the step has finished (B = Ψ). With stages 0 and 1 the towers keep the buffer
-// make_towers made, as chapter 4. Between steps a tower holds only its shard.
-// Introduced in chapter 8.
+// step's single bucket: reduce-scattered after the backward pass, its owned shard copied
+// into the tower's persistent gradient shard (B = Ψ). With stages 0 and 1 the towers keep
+// the buffer make_towers made, as chapter 4.
+//
+// What a step holds for a moment (the bucket buffers, ZeRO-3's whole buffer) is allocated
+// at the first step and kept for the next, not freed and allocated again each step: on a
+// GPU cudaFree waits for the whole device, and each step would pay a cudaMalloc. A
+// framework gets the same from its caching allocator (PyTorch keeps a freed block for the
+// next request). The ledger's peak is the same either way, since every step holds them;
+// what the ZeRO paper counts between steps, the model state a tower must keep, is still
+// only its shard. Introduced in chapter 8.
 #pragma once
 
 #include <memory>
@@ -34,20 +40,18 @@
 
 namespace towers {
 
-/// The towers' whole gradient buffers: persistent (stages 0-1) or per step (3).
+/// The towers' whole gradient buffers: persistent (stages 0-1) or made for the steps (3).
 class TransientGradients {
  public:
   /// `transient`: free each tower's gradient buffer now, if it has one (none when made
-  /// without: TowerLayout::whole_gradients), and make one per step.
+  /// without: TowerLayout::whole_gradients), and make one at the first step.
   /// `towers` must outlive this object.
   TransientGradients(std::vector<std::unique_ptr<Tower>>& towers, bool transient);
 
-  /// Before the step's first pass: each tower's whole buffer (tower.grads), allocated as
-  /// MemoryCategory::kGradients when transient. Returns the buffers, tower i's first.
+  /// Before the step's first pass: each tower's whole buffer (tower.grads); when transient,
+  /// allocated as MemoryCategory::kGradients at the first call and kept for the next
+  /// steps (see the file comment). Returns the buffers, tower i's first.
   std::vector<float*> begin_step();
-  /// After the step has finished on every stream (the runtime synchronized): frees the
-  /// whole buffers when transient.
-  void end_step();
 
  private:
   std::vector<std::unique_ptr<Tower>>& towers_;
@@ -79,12 +83,10 @@ class BucketedGradients {
   /// collectives.shard(kNumParameters, i), into grad_shard[i] (that shard's size). After
   /// the last bucket grad_shard[i] holds the mean of the shard, the bits one
   /// reduce_scatter() of the whole buffer leaves. Allocates the bucket buffers
-  /// (MemoryCategory::kGradients, largest_bucket() floats per tower) if the step has none.
+  /// (MemoryCategory::kGradients, largest_bucket() floats per tower) at the first call and
+  /// keeps them for the next steps (see the file comment).
   void backward(std::span<const float* const> params, std::span<float* const> grad_shard,
                 std::span<Stream* const> streams);
-  /// After the step has finished on every stream (the runtime synchronized): frees the
-  /// bucket buffers, so between steps a tower holds only its shard.
-  void end_step();
 
  private:
   std::vector<std::unique_ptr<Tower>>& towers_;
@@ -94,7 +96,7 @@ class BucketedGradients {
   // last_[b] down to first_[b].
   std::vector<int> first_, last_;
   std::size_t largest_ = 0;
-  std::vector<Buffer> buffers_;  // per tower: [largest_] floats, during a step
+  std::vector<Buffer> buffers_;  // per tower: [largest_] floats, from the first step on
 };
 
 }  // namespace towers

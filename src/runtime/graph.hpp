@@ -19,6 +19,15 @@
 // so they are refused with it. Inputs therefore come through fixed buffers that the host
 // refills before each launch and the graph reads (chapter 7).
 //
+// A stream makes some of what it needs on its first use: on cuda its cuBLAS handle and
+// workspace (cublasCreate, cudaMalloc), which a capture cannot hold either. So every
+// stream that launches work inside a capture must be prepared before it begins
+// (prepare_for_capture): capture_graph() prepares `origin` itself; a stream that joins
+// does so inside the capture, too late, so whoever owns it prepares it first (chapter 7:
+// TowerTraining::prepare_for_capture, for the tower streams). Both backends refuse a
+// launch on a stream that joined unprepared (copies, fills, records and waits need nothing
+// and are captured as they are), so the mistake shows on the host backend too.
+//
 // Host backend: a recorded graph replayed on the simulated devices' stream workers, each
 // node on the worker of the stream it was captured on, traced like an eager op. Cuda:
 // cudaStreamBeginCapture/EndCapture, cudaGraphInstantiate, cudaGraphLaunch; tracing is off
@@ -69,13 +78,17 @@ class CaptureError : public std::logic_error {
 };
 
 /// Captures what `enqueue` enqueues on `origin` and on the streams that join it (see the
-/// file comment) and returns the graph, instantiated. Throws CaptureError for a refused
-/// op or a stream left unjoined; the capture is then abandoned and the streams are usable.
+/// file comment) and returns the graph, instantiated. Prepares `origin` first
+/// (prepare_for_capture); prepare every stream that will join before calling it. Throws
+/// CaptureError for a refused op, a launch on a stream that joined unprepared, or a stream
+/// left unjoined; the capture is then abandoned and the streams are usable.
 std::unique_ptr<Graph> capture_graph(Runtime& runtime, Stream& origin,
                                      const std::function<void()>& enqueue);
 
-/// Enqueues an op on `stream` that, on cuda, makes the stream's cuBLAS
-/// handle, which allocates, so do this for every stream before capturing it.
+/// Makes now what `stream` would otherwise make on its first use (on cuda its cuBLAS
+/// handle and workspace: an allocation, which a capture cannot hold) and marks it
+/// prepared, so that it may launch work inside a capture. Enqueues one empty op; call it
+/// outside any capture, for every stream that will join one. Calling it again does nothing.
 void prepare_for_capture(Stream& stream);
 
 }  // namespace towers

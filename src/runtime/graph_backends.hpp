@@ -6,6 +6,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "runtime/graph.hpp"
 
@@ -17,5 +19,9 @@ std::unique_ptr<Graph> capture_host_graph(Trace& trace, Stream& origin,
 /// capture_graph() on the cuda backend.
 std::unique_ptr<Graph> capture_cuda_graph(Trace& trace, Stream& origin,
                                           const std::function<void()>& enqueue);
+
+/// The CaptureError message both backends give for op `op` launched inside a capture on
+/// `stream` ("host:0 stream 2"), which joined it without prepare_for_capture().
+std::string unprepared_stream_message(std::string_view op, const std::string& stream);
 
 }  // namespace towers

@@ -25,9 +25,14 @@ namespace towers {
 struct LinkModel {
   double gbps = 0;        ///< bandwidth in gigabits per second; 0: unlimited (no model)
   double latency_us = 0;  ///< added to every peer copy, microseconds
+  /// `--link-gbps auto`: the bandwidth is still to be chosen from this machine's compute
+  /// (harness/link_sizing.hpp) before the runtime is made; Runtime::create refuses it.
+  bool sized_to_compute = false;
 
   /// Whether peer copies are slowed at all.
   bool limited() const { return gbps > 0 || latency_us > 0; }
+  /// Whether a link model was asked for: limited(), or `auto` still to be sized.
+  bool asked() const { return limited() || sized_to_compute; }
   /// Seconds a peer copy of `bytes` takes under this model (the formula above).
   double seconds(std::size_t bytes) const {
     const double transfer = gbps > 0 ? 8.0 * static_cast<double>(bytes) / (gbps * 1e9) : 0.0;

@@ -8,6 +8,15 @@
 // less than the sum of the categories' peaks (they need not peak together).
 // The ledger counts the bytes asked for, not the allocator's rounding, so its numbers
 // are the ones a formula can predict. Thread-safe: allocations are rare, a mutex is enough.
+//
+// What the runtime allocates for itself on a GPU, outside Device::allocate, is counted too,
+// as kWorkspace: each stream's cuBLAS workspace (32 MiB on Hopper, made with the stream's
+// handle) and each device's kernel-stamp ring. Not counted, because nothing tells their
+// size: what cublasCreate and NCCL's communicators allocate inside themselves (NCCL's
+// buffers depend on NCCL_BUFFSIZE, its channels and its peers), and the CUDA context.
+// The host backend has none of these: its kWorkspace stays 0. On a GPU the ledger can be
+// checked against cudaMemGetInfo: ledger <= used <= ledger + one 2 MiB page per
+// allocation (tests/runtime/memory_ledger_test.cpp).
 #pragma once
 
 #include <array>
@@ -19,29 +28,36 @@
 namespace towers {
 
 /// What a device allocation holds. The first five are the lines of ZeRO's accounting
-/// (chapter 8); everything else (iterator slots, scalars, stamps) is kOther.
+/// (chapter 8); the runtime's own scratch on a GPU is kWorkspace; everything else
+/// (iterator slots, scalars) is kOther.
 enum class MemoryCategory {
   kParameters,      ///< the model's weights
   kGradients,       ///< d(loss)/d(weights)
   kOptimizerState,  ///< what the update keeps between steps (the moving averages)
   kActivations,     ///< the forward pass's outputs kept for the backward pass, its inputs
   kCommunication,   ///< receive buffers of the collectives
+  kWorkspace,       ///< the runtime's own: cuBLAS workspaces, kernel-stamp rings (cuda only)
   kOther,           ///< everything else
 };
 
 /// Number of categories; MemoryCategory values are 0..kMemoryCategoryCount-1.
-inline constexpr int kMemoryCategoryCount = 6;
+inline constexpr int kMemoryCategoryCount = 7;
 
-/// "parameters", "gradients", "optimizer_state", "activations", "communication", "other":
-/// the names summary lines use.
+/// "parameters", "gradients", "optimizer_state", "activations", "communication",
+/// "workspace", "other": the names summary lines use.
 std::string_view category_name(MemoryCategory category);
 
-/// The message of an OutOfMemory: which device, what was being allocated (`bytes` of the
-/// ledger's `category`), the room there was (`room`: "12.0 MiB free of 64.0 MiB", or why
-/// none), and what to do: a smaller --batch-size (activations grow with it) or fewer
-/// towers per device.
-std::string out_of_memory_message(const std::string& device, std::size_t bytes,
-                                  MemoryCategory category, const std::string& room);
+/// What an OutOfMemory says ran out: which device, what was being allocated (`bytes` of
+/// the ledger's `category`) and the room there was (`room`: "12.0 MiB free of 64.0 MiB",
+/// or why none).
+std::string out_of_memory_fact(const std::string& device, std::size_t bytes,
+                               MemoryCategory category, const std::string& room);
+
+/// What an OutOfMemory advises unless a program gives its own (see OutOfMemory::fact):
+/// the flags of the tower chapters, whose activations grow with the batch and the towers.
+inline constexpr const char* kTowerMemoryAdvice =
+    "Use a smaller --batch-size (the activations grow with it) or fewer towers per device "
+    "(--towers-per-device, --towers).";
 /// "12.3 MiB": bytes as a person reads them in a memory message.
 std::string mib_text(std::size_t bytes);
 

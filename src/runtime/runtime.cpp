@@ -16,6 +16,11 @@ std::unique_ptr<Runtime> Runtime::create(const RuntimeOptions& options) {
                      "); leave it out to use the default.");
   }
   const Backend backend = resolve_backend(options.backend);
+  if (options.link.sized_to_compute) {
+    throw UsageError("--link-gbps auto sizes the link to a tower's backward pass, and this "
+                     "program trains no towers it could measure. Give a bandwidth instead, "
+                     "e.g. --link-gbps 10.");
+  }
   auto trace = std::make_shared<Trace>();
   std::vector<std::unique_ptr<Device>> devices;
   if (backend == Backend::kHost) {

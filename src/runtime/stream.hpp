@@ -85,9 +85,16 @@ class Stream {
   /// error raised by that work (once; the stream stays usable afterwards).
   virtual void synchronize() = 0;
 
+  /// Whether prepare_for_capture() (runtime/graph.hpp) ran for this stream: only a
+  /// prepared stream may launch work inside a graph capture.
+  bool prepared_for_capture() const { return prepared_for_capture_; }
+
  protected:
   int tower_ = -1;  ///< see set_tower()
   std::string scope_;  ///< see set_scope()
+  /// Set by prepare_for_capture(), once its resources exist.
+  bool prepared_for_capture_ = false;
+  friend void prepare_for_capture(Stream& stream);
 };
 
 }  // namespace towers

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The all-reduce on real GPUs: the ring and NCCL against the same exact oracle, and NCCL's
-// refusal of two ranks on one GPU. Skipped, out loud, without a GPU.
+// refusal of two ranks on one GPU. Skipped, out loud, without a GPU. A collective of one
+// rank moves no byte: NCCL with one rank per GPU needs two GPUs to prove anything, so on
+// one GPU those tests skip saying so, rather than pass; the ring's towers share the GPUs,
+// so it always runs with two or more towers.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -22,6 +25,13 @@ using testing::TowerBuffers;
 #define TOWERS_NEED_GPU()                                                         \
   if (cuda_device_count() == 0) {                                                 \
     GTEST_SKIP() << "needs a CUDA device, found 0";                               \
+  }
+
+// NCCL with one rank would pass without moving a byte: skip, saying what it needs.
+#define TOWERS_NEED_TWO_GPUS()                                                              \
+  if (cuda_device_count() < 2) {                                                           \
+    GTEST_SKIP() << "needs 2 CUDA devices (NCCL with one rank moves no byte), found "      \
+                 << cuda_device_count();                                                   \
   }
 
 std::unique_ptr<Runtime> cuda_runtime() {
@@ -54,9 +64,9 @@ TEST(CudaRing, EqualsTheExactMeanWithTowersSharingGpus) {
 }
 
 TEST(CudaNccl, EqualsTheRingAndTheExactMean) {
-  TOWERS_NEED_GPU();
+  TOWERS_NEED_TWO_GPUS();
   auto rt = cuda_runtime();
-  const int n = power_of_two_gpus();  // 1 with one GPU: a single rank, still a real NCCL call
+  const int n = power_of_two_gpus();  // at least 2: one rank per GPU
   const auto placement = round_robin(n, n);
   for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1'000'003}}) {
     auto nccl = make_nccl_allreduce(*rt, placement);
@@ -81,36 +91,46 @@ TEST(CudaNccl, EqualsTheRingAndTheExactMean) {
   }
 }
 
-// ZeRO-2's reduce-scatter of one bucket at a time, on GPUs, for NCCL (one ncclReduce per
-// owner of a part of the bucket) and the ring: after three uneven buckets, one inside a
-// shard and two across shard boundaries, each tower's shard holds the exact mean.
-TEST(CudaNccl, ReduceScatterBucketByBucketLeavesEachShardTheExactMean) {
-  TOWERS_NEED_GPU();
-  auto rt = cuda_runtime();
-  const int n = power_of_two_gpus();
-  const auto placement = round_robin(n, n);
+// ZeRO-2's reduce-scatter of one bucket at a time: after three uneven buckets, one inside
+// a shard and two across shard boundaries, each tower's shard holds the exact mean.
+void expect_bucket_by_bucket_exact(Runtime& rt, const std::vector<int>& placement, bool use_nccl) {
+  const int n = static_cast<int>(placement.size());
   const std::size_t count = 4000 * static_cast<std::size_t>(n);  // NCCL's chunks are equal
   const std::vector<Chunk> buckets = {{0, 300}, {300, count - 1300}, {count - 1000, 1000}};
   const auto mean = expected_mean(n, count);
-  for (const bool use_nccl : {true, false}) {
-    auto collectives = use_nccl ? make_nccl_collectives(*rt, placement)
-                                : make_ring_collectives(*rt, placement, count);
-    TowerBuffers towers(*rt, placement, count);
-    towers.upload();
-    for (const Chunk& bucket : buckets) {
-      std::vector<float*> parts;
-      for (float* buffer : towers.buffers()) parts.push_back(buffer + bucket.offset);
-      collectives->reduce_scatter_bucket(parts, count, bucket, towers.streams());
-    }
-    const auto got = towers.download();
-    for (int t = 0; t < n; ++t) {
-      const Chunk mine = collectives->shard(count, t);
-      for (std::size_t e = mine.offset; e < mine.offset + mine.size; ++e) {
-        ASSERT_EQ(got[t][e], mean[e]) << collectives->name() << " n=" << n << " tower " << t
-                                      << " element " << e;
-      }
+  auto collectives = use_nccl ? make_nccl_collectives(rt, placement)
+                              : make_ring_collectives(rt, placement, count);
+  TowerBuffers towers(rt, placement, count);
+  towers.upload();
+  for (const Chunk& bucket : buckets) {
+    std::vector<float*> parts;
+    for (float* buffer : towers.buffers()) parts.push_back(buffer + bucket.offset);
+    collectives->reduce_scatter_bucket(parts, count, bucket, towers.streams());
+  }
+  const auto got = towers.download();
+  for (int t = 0; t < n; ++t) {
+    const Chunk mine = collectives->shard(count, t);
+    for (std::size_t e = mine.offset; e < mine.offset + mine.size; ++e) {
+      ASSERT_EQ(got[t][e], mean[e]) << collectives->name() << " n=" << n << " tower " << t
+                                    << " element " << e;
     }
   }
+}
+
+// NCCL: one ncclReduce per owner of a part of the bucket, one rank per GPU.
+TEST(CudaNccl, ReduceScatterBucketByBucketLeavesEachShardTheExactMean) {
+  TOWERS_NEED_TWO_GPUS();
+  auto rt = cuda_runtime();
+  const int n = power_of_two_gpus();
+  expect_bucket_by_bucket_exact(*rt, round_robin(n, n), /*use_nccl=*/true);
+}
+
+// The ring: 2 and 4 towers on the GPUs there are (sharing one, if one is all), so its
+// chunks really travel, between GPUs or between buffers of one GPU.
+TEST(CudaRing, ReduceScatterBucketByBucketLeavesEachShardTheExactMean) {
+  TOWERS_NEED_GPU();
+  auto rt = cuda_runtime();
+  for (int n : {2, 4}) expect_bucket_by_bucket_exact(*rt, round_robin(n, rt->device_count()), false);
 }
 
 TEST(CudaNccl, TwoTowersOnOneGpuAreRefusedWithAHint) {

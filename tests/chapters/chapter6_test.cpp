@@ -161,6 +161,34 @@ TEST(Overlap, BadFlagsAreRefusedBeforeTheRun) {
   }
 }
 
+// --link-gbps auto sizes the link once, before the first step, says so on a `link:` line,
+// and the summary carries the bandwidth it chose (its measurement: harness/link_sizing);
+// a number given is printed as given; on GPUs and in chapter 5 (no towers to measure)
+// auto is refused, saying why; the word is checked like the numbers ("fast" is refused).
+TEST(Overlap, LinkGbpsAutoSizesTheLinkOnceAndSaysSo) {
+  auto sized = run("06_overlap", kSmall + "--steps 1 --devices 2 --link-gbps auto");
+  ASSERT_EQ(sized.exit_code, 0) << sized.output;
+  EXPECT_NE(sized.output.find("link: --link-gbps auto: one tower's backward pass took"),
+            std::string::npos) << sized.output;
+  EXPECT_GT(sized.number("link_gbps"), 0) << sized.output;
+  auto given = run("06_overlap", kSmall + "--steps 1 --devices 2 --link-gbps 2.5");
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  EXPECT_EQ(given.last("link_gbps"), "2.5000") << given.output;
+  EXPECT_EQ(given.output.find("link: --link-gbps auto"), std::string::npos) << given.output;
+  auto unlimited = run("06_overlap", kSmall + "--steps 1 --devices 2");
+  EXPECT_EQ(unlimited.last("link_gbps"), "") << "no link, no key:\n" << unlimited.output;
+  auto on_gpus = run("06_overlap", "--batch-size 8 --steps 1 --backend cuda --link-gbps auto");
+  EXPECT_EQ(on_gpus.exit_code, 2) << on_gpus.output;
+  EXPECT_NE(on_gpus.output.find("on GPUs the real link is used"), std::string::npos)
+      << on_gpus.output;
+  auto ranks = run("05_ranks", kSmall + "--steps 1 --link-gbps auto");
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
+  EXPECT_NE(ranks.output.find("--link-gbps"), std::string::npos) << ranks.output;
+  auto word = run("06_overlap", kSmall + "--steps 1 --devices 2 --link-gbps fast");
+  EXPECT_EQ(word.exit_code, 2) << word.output;
+  EXPECT_NE(word.output.find("or auto"), std::string::npos) << word.output;
+}
+
 TEST(Buckets, OnePerLayerInBackwardOrderCoveringTheBuffer) {
   const auto buckets = make_buckets(0);
   ASSERT_EQ(buckets.size(), 5u);

@@ -25,10 +25,14 @@ what is typed is checked here, in three ways.
                                                  checked present, not compared
 
    Without keys=, every summary line of the block must have the run's keys, in order,
-   and the same value for each key that is not a measurement (a measurement: a key ending
-   in _ms, _us or _per_sec, or naming an overlap or share; those vary from run to run).
-   So a sample shows what this build prints, and its `final_loss`, `graph_nodes`,
-   `rendezvous`, ... are this build's. `--update` replaces such a block by the run's
+   and the same value for each key that is neither a measurement (a key ending in _ms,
+   _us or _per_sec, naming an overlap or share, or link_gbps, chapter 6's link sized from
+   a measured backward pass; those vary from run to run) nor the
+   bits of the machine's kernels (final_loss, final_cross_entropy, precision_at_1, a
+   *_hash: the sums of a matrix product come out in the order the BLAS kernels OpenBLAS
+   picks for the CPU add them in, so these differ from machine to machine, and a page can
+   only show one machine's as an example). So a sample shows what this build prints, and
+   its `graph_nodes`, `rendezvous`, byte counts, ... are this build's. `--update` replaces such a block by the run's
    output (a `$ command` first line is kept, as the run's command; the docs' own
    "trace: wrote" lines are left out), measurements included; run it after the docs
    build when a check fails on a sample.
@@ -39,8 +43,14 @@ what is typed is checked here, in three ways.
    where it comes from:
 
        <!-- numbers: check 03_stream_towers.step_ms < 0.75 * 02_serial_towers.step_ms -->
-           an expression over the runs' summary values (RUN.key), evaluated here: the
-           claim in the paragraph ("about half", "shorter") holds in this build's runs;
+           an expression over the runs' summary values (RUN.key: the run's last summary
+           line; RUN[WORD].key: its line whose first value is WORD, e.g.
+           00_streams[sync].step_ms), evaluated here: the claim in the paragraph ("about
+           half", "shorter") holds in this build's runs. A claim must hold on every
+           machine, so a check may compare a time (a key ending in _ms, _us, _per_sec)
+           only with another quantity of this build's runs, never with a number typed on
+           the page, and the kernels' bits (final_loss, a *_hash, ...) only with another
+           run's, or with a bound (<, >), never equal to a typed number;
        <!-- numbers: from src/harness/tower_training.cpp bench/results/X.md -->
            each such number of the paragraph appears, as a number, in one of these files
            (a constant of the code, a recorded benchmark, a test): it is a setting or a
@@ -52,13 +62,15 @@ what is typed is checked here, in three ways.
    nothing about the lesson. On a quiet machine, as in CI's docs stage, it must hold.
 
    A paragraph may carry both. A number inside `code` is a flag or a literal, not checked,
-   except a summary pair: `final_loss=4.6864` in prose must be printed, key and value, by
-   some run of the docs build (or the paragraph names its file with `from`).
+   except a summary pair: `graph_nodes=112` in prose must be printed, key and value, by
+   some run of the docs build (or the paragraph names its file with `from`); a pair of a
+   kernels' bits key (`final_loss=4.6864`) is an example, and only its key must be printed.
 
 3. A count of exercises in prose ("Eight exercises") equals the folders exercises/NN_*.
 
 Prints "docs not built" and exits 0 (ctest: skipped) when GENERATED_DIR has no runs.
 """
+import ast
 import re
 import sys
 from pathlib import Path
@@ -67,7 +79,13 @@ OUTPUT_TAG = re.compile(
     r"^\s*<!--\s*output:\s*(\S+)(?:\s+keys=(\S+))?(?:\s+varies=(\S+))?\s*-->\s*$")
 NUMBERS_TAG = re.compile(r"<!--\s*numbers:\s*(check|from)\s+(.*?)\s*-->")
 FENCE = re.compile(r"^\s*(```|~~~)")
-MEASURED_KEY = re.compile(r"(_ms|_us|_per_sec)$|overlap$|overlap_comm|_share$")
+# link_gbps: chapter 6's link as --link-gbps auto sized it from a measured backward pass.
+MEASURED_KEY = re.compile(r"(_ms|_us|_per_sec)$|overlap$|overlap_comm|_share$|^link_gbps$")
+# Times: never compared with a typed number (they scale with the machine's speed).
+TIME_KEY = re.compile(r"(_ms|_us|_per_sec)$")
+# The bits of the floating-point kernels: equal within one build's runs, not across
+# machines (OpenBLAS picks the kernels, and so the order of the sums, per CPU).
+BITS_KEY = re.compile(r"^(final_loss|final_cross_entropy|precision_at_1)$|_hash$")
 # A number with a unit of time, a share or a ratio; not 24×24 (a size) nor 2×2.
 MEASURED = re.compile(
     r"(?<![\w.×/-])(\d+(?:\.\d+)?)(\s?(?:ms|µs|s|seconds|minutes|min|%|examples/sec|sec/batch)"
@@ -117,7 +135,7 @@ def load_runs(generated):
 
 def busy_runs(expression):
     """The busy runs whose measured keys the expression reads."""
-    return sorted({f"{run} ({BUSY[run]})" for run, key in VALUE.findall(expression)
+    return sorted({f"{run} ({BUSY[run]})" for run, _, key in VALUE.findall(expression)
                    if run in BUSY and MEASURED_KEY.search(key)})
 
 
@@ -177,7 +195,8 @@ def check_sample(where, block, tag, runs):
                             f"{' '.join(run)}; rerun with --update")
             continue
         for key, value in row.items():
-            if not MEASURED_KEY.search(key) and key not in varies and value != run[key]:
+            if (not MEASURED_KEY.search(key) and not BITS_KEY.search(key) and key not in varies
+                    and value != run[key]):
                 problems.append(f"{where}: {key}={value}, but this build's {name} prints "
                                 f"{key}={run[key]}; rerun with --update")
     return problems
@@ -193,24 +212,86 @@ def updated_block(block, name, generated, commands):
     return head + out + [block[-1]]
 
 
-VALUE = re.compile(r"\b(\w+)\.([a-z][a-z0-9_]*)\b")
+VALUE = re.compile(r"\b(\w+)(?:\[(\w+)\])?\.([a-z][a-z0-9_]*)\b")
+
+
+def summary_row(runs, run, word):
+    """The run's last summary line, or (word) its line whose first value is `word`."""
+    if run not in runs:
+        raise KeyError(f"no run {run}")
+    if word is None:
+        return runs[run][-1]
+    for row in runs[run]:
+        if row and next(iter(row.values())) == word:
+            return row
+    raise KeyError(f"{run} prints no summary line starting with {word}")
 
 
 def evaluate(expression, runs):
-    """An expression over RUN.key values (the run's last summary line)."""
+    """An expression over RUN.key and RUN[WORD].key values (see the module's text)."""
     def value(match):
-        run, key = match.group(1), match.group(2)
-        if run not in runs:
-            raise KeyError(f"no run {run}")
-        if key not in runs[run][-1]:
+        run, word, key = match.group(1), match.group(2), match.group(3)
+        row = summary_row(runs, run, word)
+        if key not in row:
             raise KeyError(f"{run} prints no {key}")
-        text = runs[run][-1][key]
+        text = row[key]
         try:
             return repr(float(text))
         except ValueError:
             return repr(text)
     python = VALUE.sub(value, expression)
     return eval(python, {"__builtins__": {}}, {"abs": abs, "min": min, "max": max}), python
+
+
+def typed_comparisons(expression):
+    """Comparisons of a check that hold on one machine only: a time against a number
+    typed on the page, or the kernels' bits equal (or not) to one. Returns messages."""
+    keys = []
+
+    def name(match):
+        keys.append(match.group(3))
+        return f"v{len(keys) - 1}"
+    try:
+        tree = ast.parse(VALUE.sub(name, expression), mode="eval")
+    except SyntaxError:
+        return []  # evaluate() reports it
+
+    def read(node):
+        return {keys[int(n.id[1:])] for n in ast.walk(node)
+                if isinstance(n, ast.Name) and re.fullmatch(r"v\d+", n.id)}
+
+    def is_time(node):
+        """Whether `node` is a time (a ratio of two times is not)."""
+        if isinstance(node, ast.Name) and re.fullmatch(r"v\d+", node.id):
+            return bool(TIME_KEY.search(keys[int(node.id[1:])]))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return is_time(node.left) != is_time(node.right)
+        if isinstance(node, ast.BinOp):
+            return is_time(node.left) or is_time(node.right)
+        if isinstance(node, ast.UnaryOp):
+            return is_time(node.operand)
+        if isinstance(node, ast.Call):
+            return any(is_time(arg) for arg in node.args)
+        return False
+    problems = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left] + node.comparators
+        for op, left, right in zip(node.ops, sides, sides[1:]):
+            for side, other in ((left, right), (right, left)):
+                if read(other):
+                    continue  # both sides read this build's runs
+                times = sorted(k for k in read(side) if TIME_KEY.search(k))
+                bits = sorted(k for k in read(side) if BITS_KEY.search(k))
+                if times and is_time(side):
+                    problems.append(f"compares {', '.join(times)} with a number typed on the "
+                                    "page, which holds on one machine's speed only: compare "
+                                    "with another time of this build's runs")
+                elif bits and isinstance(op, (ast.Eq, ast.NotEq)):
+                    problems.append(f"compares {', '.join(bits)} with a typed value, the bits "
+                                    "of one machine's kernels: compare with another run's")
+    return problems
 
 
 def paragraphs(lines, start, end):
@@ -248,6 +329,8 @@ def check_prose(where_page, first, para, runs, source):
     sources = []
     for kind, argument in tags:
         if kind == "check":
+            for typed in typed_comparisons(argument):
+                problems.append(f"{where}: check `{argument}` {typed}")
             try:
                 holds, python = evaluate(argument, runs)
             except (KeyError, SyntaxError, NameError, TypeError) as error:
@@ -272,6 +355,10 @@ def check_prose(where_page, first, para, runs, source):
             for key, value in row.items():
                 printed.setdefault(key, set()).add(value)
     for key, value in pairs:
+        if BITS_KEY.search(key):
+            if key not in printed:
+                problems.append(f"{where}: `{key}={value}`: no run of the docs build prints {key}")
+            continue  # an example of one machine's bits: the key must exist, not the value
         if key in printed and value not in printed[key] and not any(
                 kind == "from" for kind, _ in tags):
             problems.append(f"{where}: `{key}={value}`: no run of the docs build prints it "

@@ -8,8 +8,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/temp_dir.hpp"
 #include "harness/rank_placement.hpp"
@@ -17,17 +18,23 @@
 namespace towers {
 namespace {
 
-// A fake driver folder with `gpus` GPU entries, and CUDA_VISIBLE_DEVICES cleared (restored
-// as it was afterwards).
+// The variables these tests set, cleared before each test and restored as they were after.
+constexpr const char* kVariables[] = {"CUDA_VISIBLE_DEVICES", "TOWERS_GPU_OF_LOCAL_RANK",
+                                      "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                      "SLURM_LOCALID"};
+
+// A fake driver folder with `gpus` GPU entries, and the environment of kVariables cleared.
 class RankPlacement : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) saved_ = v;
-    ::unsetenv("CUDA_VISIBLE_DEVICES");
+    for (const char* name : kVariables) {
+      if (const char* v = std::getenv(name)) saved_.emplace_back(name, v);
+      ::unsetenv(name);
+    }
   }
   void TearDown() override {
-    if (saved_) ::setenv("CUDA_VISIBLE_DEVICES", saved_->c_str(), 1);
-    else ::unsetenv("CUDA_VISIBLE_DEVICES");
+    for (const char* name : kVariables) ::unsetenv(name);
+    for (const auto& [name, value] : saved_) ::setenv(name.c_str(), value.c_str(), 1);
   }
   std::string driver_with(int gpus) {
     for (int i = 0; i < gpus; ++i) {
@@ -46,7 +53,7 @@ class RankPlacement : public ::testing::Test {
   }
 
   base::TempDir dir_{"rank_placement_test"};
-  std::optional<std::string> saved_;
+  std::vector<std::pair<std::string, std::string>> saved_;
 };
 
 TEST_F(RankPlacement, CountsTheDriversGpusWithoutStartingCuda) {
@@ -81,6 +88,39 @@ TEST_F(RankPlacement, MoreRanksThanGpusBindsNothing) {
   EXPECT_EQ(visible(), "(unset)") << "no GPU 2 to show; NCCL's UUID check refuses sharing";
   EXPECT_EQ(flags.layout.first_device, 2);
   EXPECT_EQ(flags.runtime.devices, 1) << "host backend: one simulated device per rank";
+}
+
+// A CUDA-aware MPI may start CUDA inside MPI_Init, after which CUDA_VISIBLE_DEVICES is
+// read no more: run_rank_program chooses the GPU before, from the launcher's environment.
+TEST_F(RankPlacement, TheLaunchersLocalRankIsReadBeforeMpiStarts) {
+  EXPECT_FALSE(launcher_local_rank().has_value()) << "no launcher in this test's environment";
+  ::setenv("SLURM_LOCALID", "5", 1);
+  EXPECT_EQ(launcher_local_rank(), 5);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  EXPECT_EQ(launcher_local_rank(), 3) << "Open MPI's mpirun says it first";
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3x", 1);
+  EXPECT_EQ(launcher_local_rank(), 5) << "a value that is no rank is passed over";
+}
+
+// The GPU chosen before MPI_Init is the rank's own, not a launcher's: place_one_tower_per_rank
+// then puts the tower on device 0, the one GPU the process sees (with the old code, which
+// took any CUDA_VISIBLE_DEVICES for a launcher's, it chose device 2 of 1).
+TEST_F(RankPlacement, AGpuChosenBeforeMpiInitIsKeptAsTheRanksOwn) {
+  const std::string driver = driver_with(4);
+  ASSERT_TRUE(show_only_gpu_of_local_rank(2, driver.c_str()));
+  EXPECT_EQ(visible(), "2");
+  TrainingFlags flags = host_flags();
+  place_one_tower_per_rank(flags, /*rank=*/6, /*local_rank=*/2, driver.c_str());
+  EXPECT_EQ(visible(), "2");
+  EXPECT_EQ(flags.layout.first_device, 0) << "the one GPU it sees";
+  EXPECT_EQ(flags.runtime.devices, 1);
+}
+
+TEST_F(RankPlacement, BeforeMpiInitTheLaunchersBindingIsKeptToo) {
+  const std::string driver = driver_with(4);
+  ::setenv("CUDA_VISIBLE_DEVICES", "3,1", 1);
+  EXPECT_FALSE(show_only_gpu_of_local_rank(1, driver.c_str()));
+  EXPECT_EQ(visible(), "3,1");
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ struct TwoBranchStep {
       done.push_back(d.create_event());
       slice.push_back(d.allocate(kN * sizeof(float)));
       received.push_back(d0.allocate(kN * sizeof(float)));
+      prepare_for_capture(*branch.back());  // it launches work inside the capture
     }
     origin->fill_zero(acc.data(), kN * sizeof(float));
     origin->synchronize();
@@ -312,6 +313,77 @@ TEST(HostGraph, WaitingOnAnEventRecordedOutsideIsRefused) {
   auto origin = d.create_stream(), other = d.create_stream();
   other->record(*outside);
   EXPECT_THROW(capture_graph(*rt, *origin, [&] { origin->wait(*outside); }), CaptureError);
+}
+
+// Chapter 7's old mistake, caught without a GPU: a stream that joins the capture and
+// launches work there without prepare_for_capture() is refused (on a GPU it would make its
+// cuBLAS handle inside the capture, an allocation CUDA refuses), naming the op and the
+// remedy; the capture is abandoned, and once prepared the same step is captured.
+TEST(HostGraph, ALaunchOnAStreamThatJoinedUnpreparedIsRefused) {
+  auto rt = Runtime::create(host_devices(1));
+  Device& d = rt->device(0);
+  auto origin = d.create_stream(), branch = d.create_stream();
+  auto fork = d.create_event(), done = d.create_event();
+  int runs = 0;
+  auto step = [&] {
+    origin->record(*fork);
+    branch->wait(*fork);  // joins the capture
+    branch->launch("axpy", [&runs] { ++runs; }, [](const CudaLaunchContext&) {});
+    branch->record(*done);
+    origin->wait(*done);
+  };
+  try {
+    capture_graph(*rt, *origin, step);
+    FAIL() << "a launch on an unprepared stream that joined the capture was accepted";
+  } catch (const CaptureError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("cannot capture launch 'axpy' on host:0 stream 1"), std::string::npos) << message;
+    EXPECT_NE(message.find("prepare_for_capture()"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(branch->prepared_for_capture());
+  prepare_for_capture(*branch);
+  EXPECT_TRUE(branch->prepared_for_capture());
+  auto graph = capture_graph(*rt, *origin, step);
+  EXPECT_EQ(graph->nodes().size(), 1u);
+  graph->launch(*origin);
+  rt->synchronize();
+  EXPECT_EQ(runs, 1) << "the launch ran at capture time, or not in the replay";
+}
+
+// What a stream makes on first use only a launch needs: an unprepared stream may join with
+// copies and fills, and is captured as it is (CUDA captures those without a handle too).
+TEST(HostGraph, AnUnpreparedStreamMayJoinWithCopiesAndFills) {
+  auto rt = Runtime::create(host_devices(1));
+  Device& d = rt->device(0);
+  auto origin = d.create_stream(), branch = d.create_stream();
+  auto fork = d.create_event(), done = d.create_event();
+  Buffer dev = d.allocate(sizeof(int));
+  auto graph = capture_graph(*rt, *origin, [&] {
+    origin->record(*fork);
+    branch->wait(*fork);
+    branch->fill_zero(dev.data(), sizeof(int));
+    branch->copy(dev.data(), dev.data(), sizeof(int));
+    branch->record(*done);
+    origin->wait(*done);
+  });
+  EXPECT_EQ(graph->nodes().size(), 2u);
+}
+
+// The origin is in every capture, so capture_graph() prepares it: chapter 7 never
+// prepared its meeting stream, whose average (cuBLAS axpy and scal on a GPU) runs inside
+// the capture. Fails where capture_graph() leaves the origin unprepared.
+TEST(HostGraph, CaptureGraphPreparesItsOrigin) {
+  auto rt = Runtime::create(host_devices(1));
+  auto meet = rt->device(0).create_stream();
+  ASSERT_FALSE(meet->prepared_for_capture());
+  int runs = 0;
+  auto graph = capture_graph(*rt, *meet, [&] {
+    meet->launch("average", [&runs] { ++runs; }, [](const CudaLaunchContext&) {});
+  });
+  EXPECT_TRUE(meet->prepared_for_capture());
+  graph->launch(*meet);
+  meet->synchronize();
+  EXPECT_EQ(runs, 1);
 }
 
 TEST(HostGraph, AnErrorInANodeReachesTheLaunchStream) {

@@ -20,7 +20,8 @@ TEST_P(MemoryLedgerOf, AllocateAndFreeMoveCurrentWhilePeaksHold) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);
   Device& device = rt->device(0);
   const MemoryLedger& ledger = device.memory();
-  // Whatever the runtime allocated for itself (kernel stamps, on a GPU) is the baseline.
+  // Whatever the program allocated before is the baseline (the runtime's own workspaces,
+  // on a GPU, are kWorkspace: memory_ledger_cuda_test.cpp).
   const std::size_t other0 = ledger.current(MemoryCategory::kOther);
   const std::size_t total0 = ledger.current_total();
   {
@@ -88,6 +89,7 @@ TEST(MemoryLedger, CategoryNamesAreTheSummaryKeys) {
   EXPECT_EQ(category_name(MemoryCategory::kOptimizerState), "optimizer_state");
   EXPECT_EQ(category_name(MemoryCategory::kActivations), "activations");
   EXPECT_EQ(category_name(MemoryCategory::kCommunication), "communication");
+  EXPECT_EQ(category_name(MemoryCategory::kWorkspace), "workspace");
   EXPECT_EQ(category_name(MemoryCategory::kOther), "other");
 }
 

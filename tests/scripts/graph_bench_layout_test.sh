@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# scripts/gpu-bench.d/70-graph.sh's bench_graph command, run on the host backend with 2
+# scripts/gpu-bench.d/2-90-graph.sh's bench_graph command, run on the host backend with 2
 # steps: every tower count runs (1 tower with --towers-per-device 8 was refused, so the
 # GPU check's one graph check died on its first row), and a count that would part-fill a
 # device is refused before any row runs, saying what to give instead.
@@ -11,10 +11,10 @@ root=${1:?usage: graph_bench_layout_test.sh <source dir> <bench_graph>}
 bench=${2:?usage: graph_bench_layout_test.sh <source dir> <bench_graph>}
 fail() { echo "FAIL: $*"; echo "--- output:"; echo "${out:-}"; exit 1; }
 # The arguments after bench_graph in the script (joined across its continuation lines).
-args=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$root/scripts/gpu-bench.d/70-graph.sh" |
+args=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$root/scripts/gpu-bench.d/2-90-graph.sh" |
        sed -nE 's/.*\$bin\/bench_graph (.*)$/\1/p' | head -n1)
-[ -n "$args" ] || fail "no bench_graph command in 70-graph.sh"
-echo "$args" | grep -q -- "--backend cuda" || fail "70-graph.sh does not run on cuda: $args"
+[ -n "$args" ] || fail "no bench_graph command in 2-90-graph.sh"
+echo "$args" | grep -q -- "--backend cuda" || fail "2-90-graph.sh does not run on cuda: $args"
 host_args=$(echo "$args" | sed -E 's/--backend cuda/--backend host/; s/--steps [0-9]+/--steps 2/')
 # shellcheck disable=SC2086
 out=$("$bench" $host_args 2>&1) || fail "exit status $? for: bench_graph $host_args"

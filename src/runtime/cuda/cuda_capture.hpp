@@ -13,4 +13,7 @@ namespace towers {
 /// Throws CaptureError naming `op` when the calling thread is capturing a cuda graph.
 void refuse_if_capturing_cuda(std::string_view op);
 
+/// Whether the calling thread is inside capture_cuda_graph() (cheap: a thread-local flag).
+bool capturing_cuda_on_this_thread();
+
 }  // namespace towers

@@ -36,13 +36,18 @@ CudaDevice::CudaDevice(int ordinal, Trace& trace) : ordinal_(ordinal), trace_(tr
   make_kernel_stamps();
 }
 
-CudaDevice::~CudaDevice() = default;
+CudaDevice::~CudaDevice() {
+  // The ring itself may outlive the device (a resolver still reading it); the ledger does not.
+  memory().remove(MemoryCategory::kWorkspace, stamp_bytes_);
+}
 
 void CudaDevice::make_kernel_stamps() {
   CUDA_CHECK(cudaSetDevice(ordinal_));
   const std::size_t bytes = kKernelStampRecords * sizeof(KernelStampRecord);
   void* raw = nullptr;
   CUDA_CHECK(cudaMalloc(&raw, bytes));
+  memory().add(MemoryCategory::kWorkspace, bytes);  // the runtime's own, in the ledger too
+  stamp_bytes_ = bytes;
   const int ordinal = ordinal_;
   // Owned by the copy function below, so the records live as long as any resolver that
   // may still read them, also past this device.
@@ -105,7 +110,7 @@ Buffer CudaDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
     (void)cudaGetLastError();  // out of memory is not sticky: clear it and report ours
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    throw OutOfMemory(out_of_memory_message(
+    throw OutOfMemory(out_of_memory_fact(
         name_ + " (cudaErrorMemoryAllocation)", bytes, category,
         mib_text(free_bytes) + " free of " + mib_text(total_bytes) +
             " (another process may hold some: nvidia-smi)"));

@@ -63,6 +63,7 @@ class CudaDevice final : public Device {
   double epoch_host_us_ = 0;
   std::atomic<int> next_stream_index_{0};
   std::shared_ptr<KernelStampBuffer> stamps_;
+  std::size_t stamp_bytes_ = 0;  // the ring's, counted in the ledger as kWorkspace
   StampClock stamp_clock_;
 };
 

@@ -54,7 +54,8 @@ void abandon_capture(cudaStream_t stream) {
 }
 
 // The cudaStream_t behind `stream`: Stream::launch calls its cuda half at once on this
-// thread with the handles (and makes the stream's cuBLAS handle, if not yet made).
+// thread with the handles. It makes no cuBLAS handle (only ctx.blas() would): that is
+// prepare_for_capture's job, done for the origin just before the capture begins.
 cudaStream_t handle_of(Stream& stream) {
   cudaStream_t handle = nullptr;
   stream.launch("stream handle", [] {}, [&](const CudaLaunchContext& ctx) {
@@ -153,6 +154,8 @@ class CudaGraph final : public Graph {
 
 }  // namespace
 
+bool capturing_cuda_on_this_thread() { return t_capturing; }
+
 void refuse_if_capturing_cuda(std::string_view op) {
   if (!t_capturing) return;
   throw CaptureError("cannot capture " + std::string(op) +
@@ -163,6 +166,8 @@ void refuse_if_capturing_cuda(std::string_view op) {
 
 std::unique_ptr<Graph> capture_cuda_graph(Trace& trace, Stream& origin,
                                           const std::function<void()>& enqueue) {
+  if (t_capturing) throw CaptureError("cannot capture a graph inside another capture on the same thread");
+  prepare_for_capture(origin);  // before the capture: the origin is in every one
   TracePaused paused(trace);
   cudaStream_t stream = handle_of(origin);
   CUDA_CHECK(cudaSetDevice(origin.device().index()));

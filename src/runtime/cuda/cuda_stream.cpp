@@ -9,6 +9,7 @@
 
 #include "base/cuda/check.hpp"
 #include "runtime/cuda/cuda_capture.hpp"
+#include "runtime/graph_backends.hpp"
 #include "runtime/span_resolver.hpp"
 
 namespace towers {
@@ -38,7 +39,10 @@ CudaStream::~CudaStream() {
                  device_.name().c_str(), index_, cudaGetErrorString(status));
   }
   if (blas_) (void)cublasDestroy(blas_);
-  if (blas_workspace_) (void)cudaFree(blas_workspace_);  // teardown: nothing to do on failure
+  if (blas_workspace_) {
+    (void)cudaFree(blas_workspace_);  // teardown: nothing to do on failure
+    device_.memory().remove(MemoryCategory::kWorkspace, kBlasWorkspaceBytes);
+  }
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -72,6 +76,13 @@ void CudaStream::traced(std::string_view name, bool stamped, Enqueue&& enqueue) 
 }
 
 void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda) {
+  // A launch on a stream that joined the capture unprepared would make its cuBLAS handle
+  // here (cudaMalloc under capture, which CUDA refuses). Refused first, in the same words
+  // as the host backend, for every launch: the host cannot tell which would need it.
+  if (!prepared_for_capture() && capturing_cuda_on_this_thread() && in_capture()) {
+    throw CaptureError(unprepared_stream_message(
+        "launch '" + traced_name(name) + "'", device_.name() + " stream " + std::to_string(index_)));
+  }
   trace_.count_host_enqueue();
   traced(name, /*stamped=*/true, [&](KernelStampSink* stamps) {
     cuda(CudaLaunchContext{stream_, [this] { return static_cast<void*>(blas_handle()); },
@@ -79,15 +90,22 @@ void CudaStream::launch(std::string_view name, HostWork /*host*/, CudaWork cuda)
   });
 }
 
+bool CudaStream::in_capture() const {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
+  return status == cudaStreamCaptureStatusActive;
+}
+
 cublasHandle_t CudaStream::blas_handle() {
   if (blas_ == nullptr) {
     // Made on first use: streams that never run a GEMM (communication, copies, probes)
     // never pay for a handle, nor for its destruction (cublasDestroy synchronizes the
     // device). Before a capture, prepare_for_capture() makes it: the workspace allocation
-    // cannot be captured.
+    // cannot be captured (launch() refuses an unprepared stream inside a capture).
     CUBLAS_CHECK(cublasCreate(&blas_));
     CUBLAS_CHECK(cublasSetStream(blas_, stream_));
     CUDA_CHECK(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    device_.memory().add(MemoryCategory::kWorkspace, kBlasWorkspaceBytes);  // in the ledger too
     CUBLAS_CHECK(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
   }
   return blas_;

@@ -36,6 +36,8 @@ class CudaStream final : public Stream {
   void traced(std::string_view name, bool stamped, Enqueue&& enqueue);
   // The stream's cuBLAS handle with its fixed workspace, made on the first call.
   cublasHandle_t blas_handle();
+  // Whether stream_ is being captured now (cudaStreamIsCapturing).
+  bool in_capture() const;
   // Adds a record or wait marker of `event_id`'s record number `record`, timed by a timing
   // event recorded now on stream_ (and, for a wait, by `reached`, recorded before it).
   // Record numbers are counted per CudaEvent on the host; a record inside a captured graph

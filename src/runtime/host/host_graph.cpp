@@ -227,6 +227,7 @@ namespace towers {
 
 std::unique_ptr<Graph> capture_host_graph(Trace& trace, Stream& origin,
                                           const std::function<void()>& enqueue) {
+  prepare_for_capture(origin);  // before the capture: the origin is in every one
   HostCapture capture(dynamic_cast<HostStream&>(origin));
   enqueue();  // if it throws, ~HostCapture abandons the capture
   return std::make_unique<HostGraph>(capture.finish(), trace);

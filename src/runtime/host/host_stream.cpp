@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "runtime/graph_backends.hpp"
 #include "runtime/host/host_device.hpp"
 #include "runtime/host/host_event.hpp"
 #include "runtime/host/host_graph.hpp"
@@ -66,6 +67,12 @@ void HostStream::enqueue_work(std::string_view name, std::function<void()> work)
 }
 
 void HostStream::launch(std::string_view name, HostWork host, CudaWork /*cuda*/) {
+  // As on cuda, where such a stream would make its cuBLAS handle inside the capture:
+  // refused, so that a forgotten prepare_for_capture() fails without a GPU too.
+  if (capture_ != nullptr && !prepared_for_capture()) {
+    throw CaptureError(unprepared_stream_message(
+        "launch '" + traced_name(name) + "'", device_.name() + " stream " + std::to_string(index_)));
+  }
   enqueue_work(name, std::move(host));
 }
 
