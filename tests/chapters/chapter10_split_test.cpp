@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Chapter 10's bits, in process, on the first batch of the synthetic set and the
 // parameters of --seed 1:
-//   - a column split computes each output from the whole dot product: with local3 and
-//     local4 both split by columns (their outputs gathered between them) the logits are
-//     chapter 1's, bit for bit;
+//   - a column split computes each output from the whole dot product: on every machine
+//     within the kernels' order bound of chapter 1's, and where the kernels add in an
+//     order independent of the column count, with local3 and local4 both split by columns
+//     (their outputs gathered between them), chapter 1's logits bit for bit;
 //   - the row split's sums are cut; a reference on one device that cuts its sums the same
 //     way (each rank's part, then the parts added in the ring's order) reproduces a whole
 //     training step of --tp t bit for bit: parameters and moving averages;
@@ -148,23 +149,103 @@ std::vector<float> column_split_layer(Runtime& runtime, int t, const std::vector
   return y;
 }
 
-TEST(ColumnSplit, BothLayersSplitByColumnsGiveChapter1sLogitsBitForBit) {
+double gamma(double k) {
+  const double u = std::ldexp(1.0, -24);
+  return k * u / (1 - k * u);
+}
+
+// Every column-split output is the layer's whole dot product over its `in` inputs, plus
+// its bias, in an order of additions that is the kernel's: within 2 gamma(in) of chapter
+// 1's, relative to the magnitudes of its terms and bias (each order errs by at most
+// gamma(in - 1) in the sum and one rounding in the bias add; the ReLU moves nothing
+// further). Counts the outputs beyond that, and those that differ at all.
+struct Differences {
+  int differing = 0, beyond = 0;
+};
+Differences compare_layer(const std::vector<float>& got, const std::vector<float>& whole,
+                          const std::vector<float>& x, int in, const float* w, const float* bias,
+                          int out) {
+  Differences d;
+  for (int i = 0; i < kBatch; ++i) {
+    for (int j = 0; j < out; ++j) {
+      double magnitude = std::fabs(double(bias[j]));
+      for (int k = 0; k < in; ++k) magnitude += std::fabs(double(x[i * in + k]) * w[k * out + j]);
+      const double difference = std::fabs(double(got[i * out + j]) - whole[i * out + j]);
+      d.differing += difference > 0;
+      d.beyond += !(difference <= 2 * gamma(in) * magnitude);
+    }
+  }
+  return d;
+}
+
+// On every machine: a column split computes each output as the whole layer does, one dot
+// product over all its inputs, so it stays within the order bound of chapter 1's; its
+// columns are the right ones (a wrong shard or gather is far outside it).
+TEST(ColumnSplit, EachOutputIsTheWholeDotProductWithinTheKernelsOrderOfChapter1s) {
   const FirstStep first;
   WholeModel whole(first);
   const auto pool2 = whole.activation("pool2", kIn3);
-  const auto logits = whole.activation("logits", kClasses);
+  const auto local3 = whole.activation("local3", kOut3);
   for (int t : {1, 2, 4}) {
     auto runtime = host_runtime(t);
-    const auto local3 = column_split_layer(*runtime, t, pool2, kIn3, first.variable("local3/weights"),
+    const auto split3 = column_split_layer(*runtime, t, pool2, kIn3, first.variable("local3/weights"),
                                            first.variable("local3/biases"), kOut3);
-    EXPECT_TRUE(same_bits(local3, whole.activation("local3", kOut3))) << "local3, t = " << t;
-    const auto local4 = column_split_layer(*runtime, t, local3, kOut3, first.variable("local4/weights"),
+    const Differences d3 = compare_layer(split3, local3, pool2, kIn3, first.variable("local3/weights"),
+                                         first.variable("local3/biases"), kOut3);
+    // local4 from chapter 1's local3, so that only local4's split is compared.
+    const auto split4 = column_split_layer(*runtime, t, local3, kOut3, first.variable("local4/weights"),
                                            first.variable("local4/biases"), kOut4);
-    EXPECT_TRUE(same_bits(local4, whole.activation("local4", kOut4))) << "local4, t = " << t;
+    const Differences d4 = compare_layer(split4, whole.activation("local4", kOut4), local3, kOut3,
+                                         first.variable("local4/weights"),
+                                         first.variable("local4/biases"), kOut4);
+    std::printf("t = %d: %d of local3's and %d of local4's outputs differ from chapter 1's\n", t,
+                d3.differing, d4.differing);
+    EXPECT_EQ(d3.beyond, 0) << "local3, t = " << t;
+    EXPECT_EQ(d4.beyond, 0) << "local4, t = " << t;
+    if (t == 1) {
+      EXPECT_EQ(d3.differing + d4.differing, 0) << "one rank computes the whole layer";
+    }
+  }
+}
+
+// Where the kernels add each output's products in an order that does not depend on how
+// many columns a product computes (this machine's default OpenBLAS kernels: checked first,
+// on the layers' own shapes), the column split changes no bit: with local3 and local4
+// both split, their outputs gathered between them, the logits are chapter 1's. OpenBLAS's
+// Haswell kernels (OPENBLAS_CORETYPE=Haswell, as CI also runs them) add in an order that
+// does depend on it; there the test says so and skips: only the bound above holds.
+TEST(ColumnSplit, BothLayersSplitByColumnsGiveChapter1sLogitsBitForBitWhereTheKernelsKeepTheOrder) {
+  const FirstStep first;
+  WholeModel whole(first);
+  const auto pool2 = whole.activation("pool2", kIn3);
+  const auto local3 = whole.activation("local3", kOut3);
+  const auto logits = whole.activation("logits", kClasses);
+  for (int t : {2, 4}) {
+    auto runtime = host_runtime(t);
+    const Differences d3 = compare_layer(
+        column_split_layer(*runtime, t, pool2, kIn3, first.variable("local3/weights"),
+                           first.variable("local3/biases"), kOut3),
+        local3, pool2, kIn3, first.variable("local3/weights"), first.variable("local3/biases"), kOut3);
+    const Differences d4 = compare_layer(
+        column_split_layer(*runtime, t, local3, kOut3, first.variable("local4/weights"),
+                           first.variable("local4/biases"), kOut4),
+        whole.activation("local4", kOut4), local3, kOut3, first.variable("local4/weights"),
+        first.variable("local4/biases"), kOut4);
+    if (d3.differing + d4.differing > 0) {
+      GTEST_SKIP() << "these BLAS kernels add a product's terms in an order that depends on how "
+                      "many columns it computes (t = " << t << ": " << d3.differing << " of "
+                   << "local3's outputs and " << d4.differing << " of local4's differ from the "
+                   << "whole layer's), so a column split is not bit for bit here; "
+                      "EachOutputIsTheWholeDotProductWithinTheKernelsOrderOfChapter1s holds";
+    }
+    const auto split3 = column_split_layer(*runtime, t, pool2, kIn3, first.variable("local3/weights"),
+                                           first.variable("local3/biases"), kOut3);
+    const auto split4 = column_split_layer(*runtime, t, split3, kOut3, first.variable("local4/weights"),
+                                           first.variable("local4/biases"), kOut4);
     // softmax_linear whole, as every rank runs it.
     Stream& s = *whole.stream;
-    Buffer x = to_device(whole.device, s, local4);
-    s.copy(whole.net.layer_output(model::kLocal4), x.data(), local4.size() * sizeof(float));
+    Buffer x = to_device(whole.device, s, split4);
+    s.copy(whole.net.layer_output(model::kLocal4), x.data(), split4.size() * sizeof(float));
     whole.net.forward_layers(s, whole.params.as<float>(), model::kSoftmaxLinear,
                              model::kSoftmaxLinear, nullptr);
     EXPECT_TRUE(same_bits(whole.activation("logits", kClasses), logits)) << "logits, t = " << t;
@@ -351,11 +432,6 @@ TEST(RowSplit, AReferenceThatCutsItsSumsTheSameWayIsATrainingStepBitForBit) {
 }
 
 // --- The cut's bound, on the sums themselves ----------------------------------------------
-
-double gamma(double k) {
-  const double u = std::ldexp(1.0, -24);
-  return k * u / (1 - k * u);
-}
 
 // a [b, 384] times a matrix m whose row or column k is input k's (local4's [384, 192]:
 // `transposed` false; local3's [2304, 384] used as its transpose: true): the product
