@@ -150,26 +150,4 @@ fs::path CheckpointDir::save(const model::TrainingState& state) const {
   return model::save_checkpoint(dir_, state);
 }
 
-model::TrainingState starting_state(const CheckpointDir& checkpoints, InputQueue& queue,
-                                    std::uint64_t seed) {
-  if (!checkpoints.resumed()) {
-    model::TrainingState fresh;
-    fresh.params.resize(model::kNumParameters);
-    model::initialize_parameters(seed, fresh.params.data());
-    fresh.moving_averages = fresh.params;
-    return fresh;
-  }
-  model::TrainingState state = *checkpoints.resumed();
-  std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
-              static_cast<long long>(state.global_step));
-  // The input continues where it stood, so resuming is the same as never stopping.
-  if (state.input) {
-    queue.restore(*state.input);
-  } else {
-    std::printf("note: %s (format 1) has no input position: the input starts again at "
-                "epoch 0\n", checkpoints.resumed_from().c_str());
-  }
-  return state;
-}
-
 }  // namespace towers

@@ -88,13 +88,4 @@ class CheckpointDir {
   std::filesystem::path resumed_from_;
 };
 
-/// The state a run with one global-batch queue starts from (chapters 1 and 9): the
-/// resumed checkpoint's, said aloud ("resumed from FILE at step N") and with `queue`
-/// restored to its input position, so that the run dequeues exactly the batches an
-/// uninterrupted one would have; or, with nothing to resume, step 0 with the parameters
-/// of `seed` and moving averages equal to them. Throws UsageError (InputQueue::restore's
-/// words, naming the flag that differs) when the input cannot continue.
-model::TrainingState starting_state(const CheckpointDir& checkpoints, InputQueue& queue,
-                                    std::uint64_t seed);
-
 }  // namespace towers

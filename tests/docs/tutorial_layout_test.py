@@ -35,6 +35,7 @@ CASES = [
     (8, ["--devices", "3"], 3, (3, 1)),
     (2, ["--devices", "3"], 3, (1, 3)),  # 3 towers do not split over 2 GPUs evenly
     (0, ["--devices", "8", "--backend", "host"], 8, (8, 1)),
+    (0, ["--devices", "1", "--backend", "host"], 1, (1, 1)),  # one tower: no link to size
 ]
 
 
@@ -106,12 +107,19 @@ def chapters(source):
 SIZED_LINK = "0.8125"
 
 
-def check_simulated_only(case, source, out, gpus, failures):
+def check_simulated_only(case, source, out, gpus, towers, failures):
     """[flags] of the list reach their chapter without brackets, only with no GPU; {link}
-    as the link the tutorial sized once (the same number in every run that has it)."""
+    as the link the tutorial sized once (the same number in every run that has it), and
+    with one tower not at all (nothing crosses a link)."""
     runs = re.findall(r"^ran (\S+): (.*)$", out, re.M)
     for name, _, args, _ in chapter_lines(source):
         for only in re.findall(r"\[([^]]*)\]", args):
+            if "{link}" in only and towers == 1:
+                got = [given for ran, given in runs
+                       if ran == name and "--link-gbps" in given and "auto" not in given]
+                if got:
+                    failures.append(f"{case}: {name} got a link with one tower: {got[0]}")
+                continue
             only = only.replace("{link}", SIZED_LINK)
             got = [given for ran, given in runs if ran == name and only in given]
             if gpus == 0 and not got:
@@ -144,8 +152,11 @@ def stand_ins(root, source, gpus):
         program = bin_dir / name
         lines = "".join(f'echo "summary: {keys}"\n' for keys in summaries(name)[0])
         # --link-gbps auto (the tutorial sizing chapter 6's link once): the link it chose.
-        sizing = (f"case \" $* \" in *' --link-gbps auto '*) "
-                  f"echo 'summary: link_gbps={SIZED_LINK}'; exit 0 ;; esac\n")
+        # One tower has no link to size: like the real program, no link_gbps then.
+        sizing = (f"case \" $* \" in *' --devices 1 --towers-per-device 1 '*' --link-gbps auto '*) "
+                  f"echo 'link: --link-gbps auto: one tower, no link needed'; "
+                  f"echo 'summary: towers=1'; exit 0 ;; "
+                  f"*' --link-gbps auto '*) echo 'summary: link_gbps={SIZED_LINK}'; exit 0 ;; esac\n")
         program.write_text(f"#!/bin/sh\necho \"ran {name}: $*\"\n" + sizing +
                            f"probe=''\ncase \" $* \" in *' --probe '*) probe=' {PROBE}' ;; esac\n"
                            + lines)
@@ -231,7 +242,7 @@ def main():
                                 f"--towers-per-device {want[1]}")
             elif gpus and int(placed[1]) > gpus:
                 failures.append(f"{case}: {name} asked for more GPUs than the {gpus} there are")
-        check_simulated_only(case, source, done.stdout, gpus, failures)
+        check_simulated_only(case, source, done.stdout, gpus, towers, failures)
         check_table(case, done.stdout, source, failures)
         print(f"{case}: " + " / ".join(f"{k}: {v}" for k, v in given.items()))
     failures += without_mpiexec(source)
