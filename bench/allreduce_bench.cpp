@@ -131,9 +131,6 @@ long long run_algorithm(AllReduce& allreduce, Runtime& runtime, TowerBuffers& to
 }
 
 int run(const RuntimeOptions& runtime_options, const BenchOptions& options) {
-  if (options.iters < 1 || options.warmup < 0 || options.towers < 0) {
-    throw UsageError("--iters must be at least 1, --warmup and --towers at least 0");
-  }
   auto runtime = Runtime::create(runtime_options);
   const int towers_count = options.towers > 0 ? options.towers : runtime->device_count();
   std::vector<int> device_of_tower(towers_count);
@@ -169,11 +166,13 @@ int main(int argc, char** argv) {
   towers::RuntimeOptions runtime_options;
   towers::BenchOptions options;
   towers::add_runtime_flags(app, runtime_options);
-  app.add_option("--iters", options.iters, "timed averages per size")->capture_default_str();
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0.
+  app.add_option("--iters", options.iters, "timed averages per size")
+      ->capture_default_str()->check(towers::whole_number(1, 1000000));
   app.add_option("--warmup", options.warmup, "untimed averages per size first")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(0, 1000000));
   app.add_option("--towers", options.towers,
                  "towers, placed round-robin on the devices (0: one per device)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(0, 4096));
   return towers::run_program(app, argc, argv, [&] { return towers::run(runtime_options, options); });
 }

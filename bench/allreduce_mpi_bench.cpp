@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/timing.hpp"
+#include "cli/options.hpp"  // whole_number
 #include "mpi/mpi_check.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/allreduce.hpp"
@@ -131,8 +132,8 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_allreduce_mpi: MPI_Allreduce and the ring over MPI_Sendrecv beside "
                "chapter 4's in-process ring. Run: mpirun -n N bench_allreduce_mpi"};
   int iters = 20, warmup = 3;
-  app.add_option("--iters", iters, "timed averages per size")->capture_default_str()->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", warmup, "untimed averages first")->capture_default_str()->check(CLI::Range(0, 1000));
+  app.add_option("--iters", iters, "timed averages per size")->capture_default_str()->check(whole_number(1, 100000));
+  app.add_option("--warmup", warmup, "untimed averages first")->capture_default_str()->check(whole_number(0, 1000));
   return run_rank_program(app, argc, argv, [&](MpiJob& job) {
     const int n = job.size();
     std::vector<float> data(kMaxBytes / sizeof(float)), receive(ring_chunk(kMaxBytes / sizeof(float), n, 0).size + 1);

@@ -22,6 +22,7 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "model/network.hpp"  // kMaxBatchSize
 #include "kernels/host/kernels.hpp"
 #include "kernels/math/elementwise.hpp"
 #include "kernels/math/lrn.hpp"
@@ -92,9 +93,6 @@ long long run_case(const Case& c, int repeats) {
 }
 
 int run(int batch_size, int channels, int repeats) {
-  if (batch_size < 1 || channels < 1 || repeats < 1) {
-    throw UsageError("--batch-size, --channels and --repeats must be at least 1");
-  }
   // norm1/norm2: [B * 12 * 12, C]; inputs like the model's (post-ReLU, O(1)). C comes from
   // the command line, as it does for the kernels: a constant would let the compiler turn
   // the reference's i % C into cheaper arithmetic than the host loops ever see.
@@ -190,11 +188,12 @@ int run(int batch_size, int channels, int repeats) {
 int main(int argc, char** argv) {
   CLI::App app{"Host loops of kernels/host vs the per-element math:: loop: time and #wrong bits"};
   int batch_size = 128, channels = 64, repeats = 10;
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0.
   app.add_option("--batch-size", batch_size, "the model's shapes at this batch")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
   app.add_option("--channels", channels, "channels of every tensor (the model's: 64)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1024));
   app.add_option("--repeats", repeats, "runs per loop; best and median reported")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 10000));
   return towers::run_program(app, argc, argv, [&] { return towers::run(batch_size, channels, repeats); });
 }

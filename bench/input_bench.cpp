@@ -132,9 +132,6 @@ void row(const char* name, int towers, int batch, const Timing& t, bool best, co
 }
 
 int run(const RuntimeOptions& runtime_options, const BenchOptions& o) {
-  if (o.batch_size < 1 || o.steps < 1 || o.warmup < 0 || o.towers < 1) {
-    throw UsageError("--batch-size, --steps and --towers must be at least 1, --warmup at least 0");
-  }
   auto runtime = Runtime::create(runtime_options);
   const data::Dataset train_set = load_training_set(o.data_dir);
   const std::string backend(to_string(runtime->backend()));
@@ -216,12 +213,15 @@ int main(int argc, char** argv) {
   towers::BenchOptions options;
   towers::add_runtime_flags(app, runtime_options);
   towers::add_input_flags(app, options.input);
-  for (auto [flag, value, what] : {std::tuple{"--towers", &options.towers, "iterators in part 1"},
-                                   {"--batch-size", &options.batch_size, "images per batch"},
-                                   {"--steps", &options.steps, "timed steps (x10 rounds)"},
-                                   {"--warmup", &options.warmup, "untimed steps first"}}) {
-    app.add_option(flag, *value, what)->capture_default_str();
-  }
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0.
+  app.add_option("--towers", options.towers, "iterators in part 1")
+      ->capture_default_str()->check(towers::whole_number(1, 256));
+  app.add_option("--batch-size", options.batch_size, "images per batch")
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
+  app.add_option("--steps", options.steps, "timed steps (x10 rounds)")
+      ->capture_default_str()->check(towers::whole_number(1, 1000000));
+  app.add_option("--warmup", options.warmup, "untimed steps first")
+      ->capture_default_str()->check(towers::whole_number(0, 1000000));
   app.add_option("--data-dir", options.data_dir, "CIFAR-10 binaries; empty: synthetic")
       ->capture_default_str();
   return towers::run_program(app, argc, argv, [&] { return towers::run(runtime_options, options); });

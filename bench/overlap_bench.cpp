@@ -33,6 +33,7 @@
 #include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "model/network.hpp"  // kMaxBatchSize
 #include "model/parameters.hpp"
 #include "parallel/buckets.hpp"
 #include "chapter_runs.hpp"
@@ -68,10 +69,6 @@ SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
 }
 
 int run(const BenchOptions& o) {
-  if (o.steps < 2 || o.repeats < 1 || o.batch_size < 1 || o.devices < 2) {
-    throw UsageError("--steps must be at least 2 (the first is not timed), --devices at least "
-                     "2, --repeats and --batch-size at least 1");
-  }
   const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/06_overlap";
   if (!std::filesystem::exists(program)) {
     throw UsageError(program + " not found; build target 06_overlap, or point --bin-dir at it.");
@@ -137,14 +134,15 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(towers::finite_number(0, towers::kMaxBucketMb, " MiB"));
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0.
   app.add_option("--devices", options.devices, "simulated devices, one tower each")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(2, towers::kMaxDevices, "(an all-reduce needs two)"));
   app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
   app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
   app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1000));
   app.add_option("--bin-dir", options.bin_dir, "where 06_overlap is (default: here)");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

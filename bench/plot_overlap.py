@@ -15,12 +15,11 @@ here, and nothing but the table is read: the SVG is the same for the same rows.
 """
 import argparse
 import re
-import sys
-from pathlib import Path
 
-from svg_chart import frame, nice_step, write_or_check, y_axis
+from svg_chart import (NUMBER, fail, frame, nice_step, number, read_lines, regenerate_command,
+                       write_or_check, y_axis)
 
-NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+PROGRAM = "plot_overlap"
 ROW = re.compile(rf"^\s*({NUMBER})\s+([0-9]+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+"
                  rf"({NUMBER})%\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+(yes|NO|no)\s*$")
 COLORS = ["#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]  # on: per bucket count
@@ -28,20 +27,27 @@ OFF_COLOR = "#b0b0b0"
 
 
 def read_rows(paths):
-    """{(link, buckets): row} from every table line of the files, in file order."""
+    """{(link, buckets): row} from every table line of the files, in file order. The
+    columns drawn must be finite (a one-line error names the file, line and column); the
+    hidden share and on/expect are not drawn, so inf or nan there is read as it is."""
     rows = {}
     for path in paths:
-        for line in Path(path).read_text().splitlines():
+        for lineno, line in enumerate(read_lines(PROGRAM, path), start=1):
             m = ROW.match(line)
             if not m:
                 continue
             link, buckets, comm, off, on, saved, hidden, expect, ratio, same = m.groups()
-            rows[(float(link), int(buckets))] = {
-                "link": float(link), "buckets": int(buckets), "comm": float(comm),
-                "off": float(off), "on": float(on), "saved": float(saved),
-                "expect": float(expect), "same": same}
+            where = f"{path}:{lineno}"
+            value = {name: number(PROGRAM, text, name, where) for name, text in
+                     (("Gb/s", link), ("comm(ms)", comm), ("off(ms)", off), ("on(ms)", on),
+                      ("saved", saved), ("expect", expect))}
+            rows[(value["Gb/s"], int(buckets))] = {
+                "link": value["Gb/s"], "buckets": int(buckets), "comm": value["comm(ms)"],
+                "off": value["off(ms)"], "on": value["on(ms)"], "saved": value["saved"],
+                "expect": value["expect"], "same": same}
     if not rows:
-        sys.exit("plot_overlap: no bench_overlap table rows in " + ", ".join(map(str, paths)))
+        fail(PROGRAM, "no bench_overlap table rows in " + ", ".join(map(str, paths)) +
+             "; give bench_overlap's output or a results page that quotes its table")
     return rows
 
 
@@ -135,8 +141,8 @@ def main():
                         help="write nothing; exit 1 when --svg differs from what RESULTS give")
     args = parser.parse_args()
     text = svg(read_rows(args.results), args.title)
-    write_or_check(args.svg, text, args.check,
-                   f"bench/plot_overlap.py {' '.join(args.results)} --svg {args.svg}")
+    write_or_check(PROGRAM, args.svg, text, args.check,
+                   regenerate_command(["bench/plot_overlap.py", *args.results, "--svg", args.svg]))
 
 
 if __name__ == "__main__":

@@ -17,12 +17,11 @@ for the same rows.
 import argparse
 import math
 import re
-import sys
-from pathlib import Path
 
-from svg_chart import frame, write_or_check, y_axis
+from svg_chart import (NUMBER, fail, frame, number, read_lines, regenerate_command,
+                       write_or_check, y_axis)
 
-NUMBER = r"-?[0-9]+(?:\.[0-9]+)?"
+PROGRAM = "plot_sharded"
 ROW = re.compile(rf"^\s*(\w+)\s+([0-3])\s+([0-9]+)\s+({NUMBER})" + rf"\s+({NUMBER})" * 8
                  + r"\s+(" + NUMBER + r"|-)\s+(yes|NO|no)\s*$")
 # One colour per stage; the activations grey (they are not what sharding divides).
@@ -31,16 +30,26 @@ ACTIVATION_COLOR = "#d62728"
 
 
 def read_rows(path):
-    """{(zero, N): {"model", "formula", "activations"}} for the first optimizer, fastest link."""
+    """{(zero, N): {"model", "formula", "activations"}} for the first optimizer, fastest link.
+    bench_sharded writes an unlimited link as "inf" Gb/s: the fastest there is. The columns
+    drawn must be finite, N at least 1 (the x axis is log2 N); a one-line error names the
+    file, line and column otherwise."""
     found = []
-    for line in Path(path).read_text().splitlines():
+    for lineno, line in enumerate(read_lines(PROGRAM, path), start=1):
         m = ROW.match(line)
         if m:
             g = m.groups()
-            found.append({"optimizer": g[0], "zero": int(g[1]), "n": int(g[2]), "link": float(g[3]),
-                          "model": float(g[7]), "formula": float(g[8]), "activations": float(g[9])})
+            where = f"{path}:{lineno}"
+            if int(g[2]) < 1:
+                fail(PROGRAM, f"{where}: N is {g[2]}; a row needs at least one device")
+            found.append({"optimizer": g[0], "zero": int(g[1]), "n": int(g[2]),
+                          "link": number(PROGRAM, g[3], "Gb/s", where, allow_inf=True),
+                          "model": number(PROGRAM, g[7], "model", where),
+                          "formula": number(PROGRAM, g[8], "formula", where),
+                          "activations": number(PROGRAM, g[9], "activ.", where)})
     if not found:
-        sys.exit(f"plot_sharded: no bench_sharded table rows in {path}")
+        fail(PROGRAM, f"no bench_sharded table rows in {path}; give bench_sharded's output or a "
+                      "results page that quotes its table")
     optimizer = found[0]["optimizer"]
     link = max(r["link"] for r in found if r["optimizer"] == optimizer)
     return {(r["zero"], r["n"]): r for r in found
@@ -112,8 +121,8 @@ def main():
     args = parser.parse_args()
     rows, optimizer = read_rows(args.results)
     text = svg(rows, optimizer, args.title)
-    write_or_check(args.svg, text, args.check,
-                   f"bench/plot_sharded.py {args.results} --svg {args.svg}")
+    write_or_check(PROGRAM, args.svg, text, args.check,
+                   regenerate_command(["bench/plot_sharded.py", args.results, "--svg", args.svg]))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@
 #include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "model/network.hpp"  // kMaxBatchSize
+#include "parallel/zero_memory.hpp"  // kMaxZeroStage
 #include "chapter_runs.hpp"
 
 namespace towers {
@@ -68,10 +70,7 @@ SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
 }
 
 int run(const BenchOptions& o) {
-  if (o.steps < 2 || o.repeats < 1 || o.batch_size < 1 || o.stages.empty()) {
-    throw UsageError("--steps must be at least 2 (the first is not timed), --repeats and "
-                     "--batch-size at least 1, and --zero must name a stage");
-  }
+  if (o.stages.empty()) throw UsageError("--zero must name a stage");
   const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/08_sharded";
   if (!std::filesystem::exists(program)) {
     throw UsageError(program + " not found; build target 08_sharded, or point --bin-dir at it.");
@@ -154,10 +153,12 @@ int run(const BenchOptions& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Chapter 8's step time and memory per device, per ZeRO stage, N and link speed"};
   towers::BenchOptions options;
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0, so
+  // `--zero ''` ran ZeRO-0 as 08_sharded did.
   app.add_option("--zero", options.stages, "ZeRO stages to run (the first is the reference "
                                            "for the `same` column)")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(0, towers::kMaxZeroStage));
   app.add_option("--devices", options.devices, "simulated device counts N, one tower each")
       ->delimiter(',')
       ->capture_default_str()
@@ -168,13 +169,13 @@ int main(int argc, char** argv) {
       ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
   app.add_option("--optimizers", options.optimizers, "chapter 8's --optimizer values to run")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
   app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
   app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1000));
   app.add_option("--bin-dir", options.bin_dir, "where 08_sharded is (default: here)");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

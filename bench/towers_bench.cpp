@@ -36,6 +36,7 @@
 #include "base/process.hpp"
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "model/network.hpp"  // kMaxBatchSize
 #include "chapter_runs.hpp"
 
 namespace towers {
@@ -58,11 +59,6 @@ struct BenchOptions {
 double step_ms(const SummaryMap& s) { return std::stod(s.at("step_ms")); }
 
 int run(const BenchOptions& options) {
-  if (options.steps < 2 || options.repeats < 1 || options.batch_size < 1 ||
-      options.towers_per_device < 1) {
-    throw UsageError("--steps must be at least 2 (the first is not timed), --repeats, "
-                     "--batch-size and --towers-per-device at least 1");
-  }
   const std::string dir = options.bin_dir.empty() ? own_directory() : options.bin_dir;
   const std::string chapters[2] = {dir + "/02_serial_towers", dir + "/03_stream_towers"};
   for (const std::string& c : chapters) {
@@ -131,17 +127,19 @@ int main(int argc, char** argv) {
   app.add_option("--backend", options.backend, "passed to the chapters: host or cuda")
       ->check(CLI::IsMember({"host", "cuda"}))
       ->capture_default_str();
+  // Every number is checked as it is parsed, in the chapters' ranges: CLI11 reads an empty
+  // value as 0, and a value a chapter refuses ended the bench with "no summary from".
   app.add_option("--devices", options.devices, "device counts, one row each")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, towers::kMaxDevices));
   app.add_option("--towers-per-device", options.towers_per_device, "towers sharing a device")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 64));
   app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
   app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
   app.add_option("--repeats", options.repeats, "runs per chapter; the fastest is kept")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1000));
   app.add_option("--bin-dir", options.bin_dir, "where the chapter programs are (default: here)");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

@@ -411,16 +411,7 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
 }
 
 int run(RuntimeOptions runtime_options, const BenchOptions& options) {
-  if (options.batch_size < 1 || options.steps < 1 || options.warmup < 0 || options.pairs < 1) {
-    throw UsageError(
-        "--batch-size, --steps and --pairs must be at least 1, --warmup at least 0");
-  }
   if (options.threads.empty()) throw UsageError("--threads: give at least one count");
-  for (int threads : options.threads) {
-    if (threads < 1) throw UsageError("--threads: each count must be at least 1");
-  }
-  if (options.sgemm_size < 0) throw UsageError("--sgemm-size must be at least 0");
-  if (options.profile_steps < 1) throw UsageError("--profile-steps must be at least 1");
   runtime_options.devices = 1;  // one tower on one device
   // Line by line even into a file or pipe: a run takes minutes, and its rows show progress.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -474,21 +465,26 @@ int main(int argc, char** argv) {
          [&](const std::string& text) { runtime_options.backend = towers::parse_backend_choice(text); },
          "auto (a GPU if there is one, else host), cuda or host; one device either way")
       ->default_str("auto");
-  app.add_option("--batch-size", options.batch_size, "images per step")->capture_default_str();
-  app.add_option("--warmup", options.warmup, "untimed steps first")->capture_default_str();
-  app.add_option("--steps", options.steps, "timed steps")->capture_default_str();
+  // Every number is checked as it is parsed: CLI11 reads an empty value as 0, and
+  // `--sgemm-size ''` skipped the ceiling without a word.
+  app.add_option("--batch-size", options.batch_size, "images per step")
+      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
+  app.add_option("--warmup", options.warmup, "untimed steps first")
+      ->capture_default_str()->check(towers::whole_number(0, 1000000));
+  app.add_option("--steps", options.steps, "timed steps")
+      ->capture_default_str()->check(towers::whole_number(1, 1000000));
   app.add_option("--pairs", options.pairs,
                  "host: runs of towers and PyTorch, alternately, per thread count")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1000));
   app.add_option("--sgemm-size", options.sgemm_size,
                  "host: n of the n x n x n sgemm that measures the ceiling (0: skip)")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(0, 16384));
   app.add_option("--threads", options.threads, "host: threads per op, one case each")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 1024));
   app.add_option("--profile-steps", options.profile_steps,
                  "traced steps of the per-op profile (means), per thread count")
-      ->capture_default_str();
+      ->capture_default_str()->check(towers::whole_number(1, 100000));
   app.add_flag("!--no-pytorch", options.pytorch, "do not run the PyTorch comparison");
   app.add_option("--python", options.python,
                  "the Python that may have torch (default: python3, the checkout's .venv, "

@@ -34,6 +34,11 @@ void parse(const std::string& bytes) {
       if (!std::isfinite(v)) std::abort();
     }
     if (state.input && state.input->position > state.input->examples) std::abort();
+    if (state.optimizer == Optimizer::kAdam) {  // second moments: means of squares
+      for (std::size_t i = kNumParameters; i < state.optimizer_state.size(); ++i) {
+        if (state.optimizer_state[i] < 0) std::abort();
+      }
+    }
   } catch (const towers::UsageError&) {
     // A refused file: the expected outcome for almost every input.
   }

@@ -68,7 +68,18 @@ int main(int argc, char** argv) {
     auto stream = device.create_stream();
     stream->set_tower(0);
     // With --accumulate m the Network holds the activations of one micro-batch of B/m.
-    Network network(device, batch_size / accumulate);
+    // A device too small for them is refused before step 0, in this program's flags (the
+    // default advice names the tower chapters' --towers, which this one does not have).
+    Network network = [&] {
+      try {
+        return Network(device, batch_size / accumulate);
+      } catch (const OutOfMemory& e) {
+        throw UsageError(e.fact() + " (a batch of " + std::to_string(batch_size / accumulate) +
+                         " images at once). Use a smaller --batch-size, or --accumulate m: the "
+                         "batch then runs as m micro-batches of batch / m images, with the same "
+                         "gradient.");
+      }
+    }();
 
     // The variables, on the one device: parameters and their moving averages, fresh or
     // from the newest checkpoint (then the queue continues where its input stood).

@@ -76,7 +76,12 @@ int main(int argc, char** argv) {
                  "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
                  "(moving averages sharded: each tower updates only its shard), 2 (gradients "
                  "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
-      ->capture_default_str();
+      ->capture_default_str()
+      // Checked like every number flag: CLI11 reads an empty value as 0, so `--zero ''`
+      // (an unset shell variable) ran ZeRO-0 without a word.
+      ->check(whole_number(0, kMaxZeroStage,
+                           "(not a ZeRO stage; use 0: no sharding, 1: the optimizer state "
+                           "sharded, 2: and the gradients, 3: and the parameters)"));
   app.add_option("--optimizer", optimizer_flag,
                  "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
                  "all keep the moving averages, and --zero 1 to 3 shard all of their state")
@@ -99,11 +104,6 @@ int main(int argc, char** argv) {
       ->default_str("0");
 
   return run_program(app, argc, argv, [&] {
-    if (zero < 0 || zero > kMaxZeroStage) {
-      throw UsageError("--zero " + std::to_string(zero) + " is not a ZeRO stage. Use --zero 0 "
-                       "(no sharding), 1 (optimizer state sharded), 2 (and gradients) or 3 "
-                       "(and parameters).");
-    }
     if (zero == 3 && check_flags.inject_divergence >= 0) {
       throw UsageError("--inject-divergence perturbs one tower's copy of the parameters; with "
                        "--zero 3 no tower holds a copy (each parameter lives on one tower), so "

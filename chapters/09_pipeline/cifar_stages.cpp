@@ -54,6 +54,45 @@ struct ModelStage {
   std::vector<std::unique_ptr<Event>> forward_done, backward_done;  // per micro-batch
 };
 
+// Drains every stage's stream when it goes, before the stages' memory does: if an error
+// (out of memory while the stages are built, a failed op) leaves work queued, a queued
+// copy must not write into a buffer already freed. Declared after what it protects.
+class DrainStreams {
+ public:
+  explicit DrainStreams(std::vector<ModelStage>& stages) : stages_(stages) {}
+  DrainStreams(const DrainStreams&) = delete;
+  DrainStreams& operator=(const DrainStreams&) = delete;
+  ~DrainStreams() {
+    for (ModelStage& stage : stages_) {
+      if (!stage.stream) continue;
+      try {
+        stage.stream->synchronize();
+      } catch (...) {  // the error that ends the run is already on its way out
+      }
+    }
+  }
+
+ private:
+  std::vector<ModelStage>& stages_;
+};
+
+// What to do when a stage's device is full, in this program's flags (the tower chapters'
+// advice names --towers, which chapter 9 does not have): what `fact` ran out of, then what
+// would shrink it for this schedule and these devices.
+[[noreturn]] void refuse_out_of_memory(const OutOfMemory& e, const std::string& what,
+                                       PipelineSchedule schedule, int stages, int devices) {
+  std::string advice = "Use a smaller --batch-size or more --micro-batches (a stage keeps the "
+                       "activations of whole micro-batches, each of batch / m images)";
+  if (schedule == PipelineSchedule::kGpipe) {
+    advice += ", or --schedule 1f1b (a stage then keeps at most p micro-batches, not all m)";
+  }
+  if (devices < stages) {
+    advice += ", or more --devices (" + std::to_string(stages) + " stages share " +
+              std::to_string(devices) + " device(s) now)";
+  }
+  throw UsageError(e.fact() + " (" + what + "). " + advice + ".");
+}
+
 std::size_t output_bytes(int layer, int micro_batch) {
   return sizeof(float) * static_cast<std::size_t>(micro_batch) *
          Network::layer_output_floats(layer);
@@ -150,9 +189,10 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
 
   std::vector<ModelStage> stages(static_cast<std::size_t>(p));
   StageVariables vars;  // where the variables live: a range per stage
+  const DrainStreams drain_stages(stages);  // after the buffers: it goes before them
   std::vector<StageStream> stage_streams;
   std::vector<std::vector<StageOp>> schedules;
-  for (int s = 0; s < p; ++s) {
+  for (int s = 0; s < p; ++s) try {  // a device too small is refused in this program's flags
     ModelStage& stage = stages[s];
     stage.layers = split[s];
     stage.range = stage_parameters(stage.layers);
@@ -179,6 +219,10 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       stage.forward_done.push_back(stage.device->create_wait_event());
       stage.backward_done.push_back(stage.device->create_wait_event());
     }
+  } catch (const OutOfMemory& e) {
+    refuse_out_of_memory(e, "stage " + std::to_string(s) + " of " + std::to_string(p) +
+                                ", micro-batches of " + std::to_string(b) + " images",
+                         schedule, p, runtime.device_count());
   }
   // From --seed, or the resumed checkpoint's (its input restored above); Ctrl-C from here.
   run.start(vars, &queue, flags.batch_size, 1, "cross-entropy");
@@ -196,11 +240,19 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   // The batch: images on the first stage's device, labels on the last's (the loss).
   ModelStage& first = stages.front();
   ModelStage& last = stages.back();
-  Buffer images = first.device->allocate(sizeof(float) * flags.batch_size * data::kCropValues);
-  Buffer labels = last.device->allocate(sizeof(int) * flags.batch_size);
-  Buffer host_images = first.device->allocate_pinned(images.bytes());
-  Buffer host_labels = last.device->allocate_pinned(labels.bytes());
-  Buffer host_losses = last.device->allocate_pinned(sizeof(float) * model::kLossCount * m);
+  Buffer images, labels, host_images, host_labels, host_losses;
+  try {
+    images = first.device->allocate(sizeof(float) * flags.batch_size * data::kCropValues);
+    labels = last.device->allocate(sizeof(int) * flags.batch_size);
+    host_images = first.device->allocate_pinned(images.bytes());
+    host_labels = last.device->allocate_pinned(labels.bytes());
+    host_losses = last.device->allocate_pinned(sizeof(float) * model::kLossCount * m);
+  } catch (const OutOfMemory& e) {
+    refuse_out_of_memory(e, "the batch of " + std::to_string(flags.batch_size) + " images",
+                         schedule, p, runtime.device_count());
+  }
+  // Declared after the batch's buffers, gone before them: no queued copy outlives them.
+  const DrainStreams drain_batch(stages);
 
   // docs-begin: model-stage-op
   // One op of stage s on the real model: receive, run its layers, send, record.

@@ -26,6 +26,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "harness/stage_trace.hpp"
+#include "harness/training.hpp"  // write_output
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", cifar.steps, "--model cifar: training steps")
       ->capture_default_str()->check(whole_number(1, 1000000, "steps"));
   app.add_option("--seed", cifar.seed, "--model cifar: initialization and input, as chapter 1's")
-      ->capture_default_str();
+      ->capture_default_str()->check(unsigned_64());  // "-1" wrapped to 2^64 - 1 unchecked
   app.add_option("--data-dir", cifar.data_dir,
                  "--model cifar: CIFAR-10 binaries (default: the embedded synthetic set)");
   add_save_params_flag(app, cifar.save_params,
@@ -221,13 +222,20 @@ int main(int argc, char** argv) {
     // plus a vector of ones per stage (a stage's "layer" adds one to what it receives).
     const std::size_t bytes = kActivationFloats * sizeof(float);
     std::vector<std::vector<Slot>> slots(num_virtual);
-    for (int vs = 0; vs < num_virtual; ++vs) {
+    for (int vs = 0; vs < num_virtual; ++vs) try {
       Device& device = *devices[vs % p];
       for (int mb = 0; mb < shape.micro_batches; ++mb) {
         Slot slot{device.allocate(bytes), device.allocate(bytes), device.allocate(bytes),
                   device.allocate(bytes), device.create_wait_event(), device.create_wait_event()};
         slots[vs].push_back(std::move(slot));
       }
+    } catch (const OutOfMemory& e) {  // in this mode's flags: it has no batch and no towers
+      throw UsageError(e.fact() + " (" + std::to_string(num_virtual) + " virtual stage(s) of " +
+                       std::to_string(shape.micro_batches) + " micro-batch slots on " +
+                       std::to_string(runtime->device_count()) + " device(s)). Use fewer "
+                       "--micro-batches or --virtual chunks (a stage keeps 4 buffers per "
+                       "micro-batch and chunk), or more --devices (stages share a device when "
+                       "there are fewer devices than stages).");
     }
     std::vector<Buffer> ones;
     for (int s = 0; s < p; ++s) {
@@ -358,7 +366,10 @@ int main(int argc, char** argv) {
     std::printf("bubble: measured %.3f (mean idle share per stage), formula (p-1)/(%sm+p-1) = %.3f\n",
                 analysis.bubble, shape.chunks > 1 ? "v*" : "",
                 ideal_bubble_fraction(schedule, shape));
-    write_trace_files(trace_files, events, "chapter 9: pipeline, " + to_string(schedule));
+    // A trace that cannot be written (a full disk) fails the run, but after the summary:
+    // the measurement is not lost with it.
+    const bool written = write_output(
+        [&] { write_trace_files(trace_files, events, "chapter 9: pipeline, " + to_string(schedule)); });
     Summary()
         .add("backend", std::string(to_string(runtime->backend())))
         .add("devices", runtime->device_count())
@@ -395,6 +406,6 @@ int main(int argc, char** argv) {
                    first_wrong.c_str());
       return 1;
     }
-    return 0;
+    return written ? 0 : 1;
   });
 }

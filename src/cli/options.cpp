@@ -15,7 +15,27 @@
 
 namespace towers {
 
-CLI::Validator whole_number(long long lo, long long hi, const std::string& why) {
+namespace {
+
+// A check's `why` after the range, one space between: "[1, 64] stages", never "[1, 64]stages"
+// (callers write a unit, "stages", or a reason, "(a day at most)", with or without the space).
+std::string set_apart(const std::string& why) {
+  return why.empty() || why.front() == ' ' ? why : " " + why;
+}
+
+// 0.1, 100000, 1e+06: six significant digits, as people write bounds (not 309 digits).
+std::string readable(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+std::string range_text(double lo, double hi) { return "[" + readable(lo) + ", " + readable(hi) + "]"; }
+
+}  // namespace
+
+CLI::Validator whole_number(long long lo, long long hi, const std::string& unit_or_reason) {
+  const std::string why = set_apart(unit_or_reason);
   return CLI::Validator(
       [lo, hi, why](std::string& text) -> std::string {
         long long value = 0;
@@ -32,20 +52,8 @@ CLI::Validator whole_number(long long lo, long long hi, const std::string& why) 
       "INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
 }
 
-namespace {
-
-// 0.1, 100000, 1e+06: six significant digits, as people write bounds (not 309 digits).
-std::string readable(double value) {
-  std::ostringstream text;
-  text << value;
-  return text.str();
-}
-
-std::string range_text(double lo, double hi) { return "[" + readable(lo) + ", " + readable(hi) + "]"; }
-
-}  // namespace
-
-CLI::Validator finite_number(double lo, double hi, const std::string& why) {
+CLI::Validator finite_number(double lo, double hi, const std::string& unit_or_reason) {
+  const std::string why = set_apart(unit_or_reason);
   return CLI::Validator(
       [lo, hi, why](std::string& text) -> std::string {
         double value = 0;

@@ -23,16 +23,18 @@
 
 namespace towers {
 
-/// A flag check for a whole number in [lo, hi]: "abc" is "not a whole number", 7 outside
-/// the range is "not in [lo, hi]"; `why` (if any) is appended to say what the limit is for.
-CLI::Validator whole_number(long long lo, long long hi, const std::string& why = "");
+/// A flag check for a whole number in [lo, hi]: "abc" and "" are "not a whole number", 7
+/// outside the range is "not in [lo, hi]"; `unit_or_reason` (if any) follows the range after
+/// a space, saying what is counted or what the limit is for ("[1, 64] stages").
+CLI::Validator whole_number(long long lo, long long hi, const std::string& unit_or_reason = "");
 
 /// A flag check for a finite number in [lo, hi], the one check every floating-point flag
 /// uses: "abc" is "not a number"; "nan" and "inf" are "not a finite number" (NaN fails
 /// every comparison, so a range check alone lets it through, and a NaN timeout cast to an
 /// integer is undefined); 7 outside the range is "not in [lo, hi]", bounds written as
-/// people write them (0.1, 1e+06); `why` (if any) is appended to say what the limits are for.
-CLI::Validator finite_number(double lo, double hi, const std::string& why = "");
+/// people write them (0.1, 1e+06); `unit_or_reason` (if any) follows the range after a
+/// space, as whole_number's does.
+CLI::Validator finite_number(double lo, double hi, const std::string& unit_or_reason = "");
 
 /// The simulated link's bounds (runtime/link_model.hpp). A peer copy must end in a time a
 /// step can wait for and a Ctrl-C can interrupt: below kMinLinkGbps one copy of the

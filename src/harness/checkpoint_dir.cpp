@@ -129,6 +129,18 @@ void CheckpointDir::require_same_optimizer(model::Optimizer optimizer) const {
   // and the run would silently stop being the one that was interrupted.
   const model::Optimizer saved = resumed_->optimizer;
   if (saved == optimizer) return;
+  // A --save-params file holds no optimizer's state, whatever rule trained it: say so,
+  // rather than name an optimizer that never wrote it (its header says SGD's format).
+  if (model::holds_parameters_only(*resumed_)) {
+    throw UsageError("--resume: " + resumed_from_.string() + " is a --save-params file: it "
+                     "holds the parameters only (no " +
+                     (optimizer == model::Optimizer::kAdam ? "Adam moments"
+                                                           : "momentum velocity") +
+                     ", no moving averages of its own, no input position), so a run with "
+                     "--optimizer " + model::optimizer_name(optimizer) + " cannot continue "
+                     "from it. Resume from a model.ckpt-<step> that --checkpoint-dir saved, "
+                     "or start afresh in another --checkpoint-dir.");
+  }
   const auto state_of = [](model::Optimizer o) {
     return std::string(o == model::Optimizer::kAdam ? "Adam's two moments" : "momentum's velocity");
   };
@@ -148,6 +160,16 @@ CheckpointDir::~CheckpointDir() = default;
 
 fs::path CheckpointDir::save(const model::TrainingState& state) const {
   return model::save_checkpoint(dir_, state);
+}
+
+std::string missing_input_note(const model::TrainingState& state, const std::string& file) {
+  if (model::holds_parameters_only(state)) {
+    return "note: " + file + " is a --save-params file, the parameters only: the moving "
+           "averages start again from the parameters and the input at epoch 0 (a "
+           "model.ckpt-<step> that --checkpoint-dir saved continues exactly)\n";
+  }
+  return "note: " + file + (state.format_version == 1 ? " (format 1)" : "") +
+         " has no input position: the input starts again at epoch 0\n";
 }
 
 }  // namespace towers

@@ -88,4 +88,11 @@ class CheckpointDir {
   std::filesystem::path resumed_from_;
 };
 
+/// The note a resume prints when `state` (read from `file`) has no input position, saying
+/// why and what restarts: a --save-params file (parameters only: the moving averages start
+/// again from them and the input from epoch 0) or a format 1 checkpoint (the input starts
+/// again at epoch 0).
+std::string missing_input_note(const model::TrainingState& state, const std::string& file);
+
+
 }  // namespace towers

@@ -81,9 +81,9 @@ void TrainingRun::start(Placement& variables, InputSource* input, int examples_p
     // The input continues where it stood, so resuming is the same as never stopping.
     if (resumed_->input && input) {
       if (input != restored_) input->restore(*resumed_->input);
-    } else if (input) {
-      std::printf("note: %s (format 1) has no input position: the input starts again at "
-                  "epoch 0\n", resumed_from_.empty() ? "the checkpoint" : resumed_from_.c_str());
+    } else if (input) {  // a format 1 checkpoint, or a --save-params file
+      std::printf("%s", missing_input_note(*resumed_, resumed_from_.empty() ? "the checkpoint"
+                                                                            : resumed_from_).c_str());
     }
   } else {
     variables.load_from_host(fresh_state(flags_.seed));

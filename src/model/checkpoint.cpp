@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -112,6 +113,18 @@ class Reader {
 std::optional<std::size_t> first_non_finite(const std::vector<float>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) return i;
+  }
+  return std::nullopt;
+}
+
+// Adam's second moments (the optimizer state's second half) are running means of squared
+// gradients, never below zero: the first one that is, if any. A negative one (a damaged or
+// crafted file behind a correct checksum) would make the next update take the square root
+// of a negative number, and the run diverge a step later.
+std::optional<std::size_t> first_negative_second_moment(const TrainingState& state) {
+  if (state.optimizer != Optimizer::kAdam) return std::nullopt;
+  for (std::size_t i = kNumParameters; i < state.optimizer_state.size(); ++i) {
+    if (state.optimizer_state[i] < 0) return i - kNumParameters;
   }
   return std::nullopt;
 }
@@ -233,6 +246,11 @@ fs::path save_checkpoint_file(const fs::path& file, const TrainingState& state) 
                        "; a diverged model is never saved");
     }
   }
+  if (const auto bad = first_negative_second_moment(state)) {  // the loader would refuse it
+    throw UsageError("cannot save checkpoint " + file.string() + ": Adam second moment " +
+                     std::to_string(*bad) + " is negative (" +
+                     std::to_string(state.optimizer_state[kNumParameters + *bad]) + ")");
+  }
   std::string bytes = checkpoint_header(state);
   put_floats(bytes, state.params);
   put_floats(bytes, state.moving_averages);
@@ -333,6 +351,7 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
   }
 
   TrainingState state;
+  state.format_version = version;
   state.global_step = static_cast<std::int64_t>(r.get(8));
   const std::uint64_t count = r.get(8);
   if (count != kNumParameters) {
@@ -380,21 +399,36 @@ TrainingState parse_checkpoint(const std::string& bytes, const fs::path& file) {
            " is not finite (" + std::to_string(state.optimizer_state[*bad]) +
            "): the model had diverged");
   }
+  if (const auto bad = first_negative_second_moment(state)) {
+    r.fail("Adam second moment " + std::to_string(*bad) + " is negative (" +
+           std::to_string(state.optimizer_state[kNumParameters + *bad]) + "), but it is a mean "
+           "of squared gradients: the file is damaged. Resume from another checkpoint, or "
+           "start afresh");
+  }
   return state;
+}
+
+bool holds_parameters_only(const TrainingState& state) {
+  return state.format_version >= 2 && !state.input;
 }
 
 std::optional<fs::path> latest_checkpoint(const fs::path& dir) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) return std::nullopt;
-  // Canonical numbers only (no leading zeros), so one step has one name.
-  static const std::regex pattern("model\\.ckpt-(0|[1-9][0-9]{0,17})");
+  // Canonical numbers only (no leading zeros), so one step has one name. Every step a
+  // checkpoint can record has a name here, 19 digits included (2^63 - 1 has 19): a
+  // pattern of at most 18 once skipped the newest save, and the next run redid its step.
+  static const std::regex pattern("model\\.ckpt-(0|[1-9][0-9]{0,18})");
   std::optional<fs::path> best;
-  long long best_step = -1;
+  std::int64_t best_step = -1;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file() || !std::regex_match(name, match, pattern)) continue;
-    const long long step = std::stoll(match[1].str());
+    const std::string digits = match[1].str();
+    std::int64_t step = 0;
+    const auto [end, parse_error] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+    if (parse_error != std::errc()) continue;  // beyond 2^63 - 1: no step save_checkpoint writes
     if (step > best_step) best_step = step, best = entry.path();
   }
   return best;

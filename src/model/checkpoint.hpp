@@ -47,7 +47,17 @@ struct TrainingState {
   /// The optimizer's own state, whole: [optimizer_own_floats(optimizer) * kNumParameters],
   /// momentum's velocity, or Adam's first moments then its second moments. Empty for SGD.
   std::vector<float> optimizer_state = {};
+  /// The format version of the file this state was read from (load_checkpoint), 0 for a
+  /// state made in memory. Not written back: save_checkpoint() writes the version the
+  /// state's optimizer needs.
+  std::uint32_t format_version = 0;
 };
+
+/// Whether `state` was read from a file --save-params wrote: a version 2 or later file
+/// without an input position (every save --checkpoint-dir makes records one). Such a file
+/// holds the parameters only: its moving averages are a copy of them, and it has no
+/// input position and no optimizer state, so no run can continue exactly from it.
+bool holds_parameters_only(const TrainingState& state);
 
 /// The format version save_checkpoint() writes for a state without optimizer state (SGD);
 /// load_checkpoint() reads it, version 1 and kOptimizerFormatVersion.

@@ -53,11 +53,13 @@ int run_rank_program(CLI::App& app, int argc, char** argv,
     if (job.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) {
       job.abort("cannot silence stdout on /dev/null");
     }
-    // Every rank parses the same flags and fails the same way: rank 0 says so.
-    if (const std::optional<int> status = parse_flags(app, argc, argv, job.rank() == 0)) {
-      return *status;
-    }
     try {
+      // Every rank parses the same flags and fails the same way: rank 0 says so. A flag's
+      // own check may throw UsageError too (--backend cdua): a usage error, exit 2, as in
+      // the one-process programs, not "towers: error" and 1.
+      if (const std::optional<int> status = parse_flags(app, argc, argv, job.rank() == 0)) {
+        return *status;
+      }
       code = body(job);
     } catch (const UsageError& e) {
       // Flags and machine are the same on every rank, so every rank refuses alike; a rank

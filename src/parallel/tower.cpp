@@ -65,8 +65,14 @@ TowerSet make_towers(Runtime& runtime, const TowerLayout& layout) {
       set.towers.push_back(std::move(tower));
     }
   } catch (const OutOfMemory& e) {
-    throw UsageError(std::string(e.what()) + " (" + std::to_string(count) + " towers of batch " +
-                     std::to_string(layout.batch_size) + ")");
+    // Fewer towers per device helps only where towers share one (chapter 5's ranks have one
+    // tower a device and no --towers flag): otherwise only the batch can shrink.
+    const bool shared = count > used_devices;
+    throw UsageError(e.fact() + " (" + std::to_string(count) + " tower(s) of batch " +
+                     std::to_string(layout.batch_size) + " on " + std::to_string(used_devices) +
+                     " device(s)). " +
+                     (shared ? kTowerMemoryAdvice
+                             : "Use a smaller --batch-size (the activations grow with it)."));
   }
   return set;
 }

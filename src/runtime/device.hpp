@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "runtime/backend.hpp"
@@ -63,19 +64,26 @@ class Device {
  protected:
   /// The backend's allocation (cudaMalloc, or the host backend's counted malloc), freed
   /// by the returned Buffer; allocate() adds the ledger around it. `category` only names
-  /// what is being allocated in an OutOfMemory (out_of_memory_message).
+  /// what is being allocated in an OutOfMemory (out_of_memory_fact).
   virtual Buffer allocate_memory(std::size_t bytes, MemoryCategory category) = 0;
 
  private:
   MemoryLedger memory_;
 };
 
-/// Thrown when a device has no room for an allocation; the message
-/// (out_of_memory_message) names the device, the bytes and ledger category asked for,
-/// the room there was and what to reduce.
+/// Thrown when a device has no room for an allocation; the message names the device, the
+/// bytes and ledger category asked for, the room there was (out_of_memory_fact), then what
+/// to reduce (kTowerMemoryAdvice). A program whose flags are not the towers' (chapter 9:
+/// stages and micro-batches) catches it and says fact() with its own advice.
 class OutOfMemory : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  OutOfMemory(const std::string& fact, const std::string& advice = kTowerMemoryAdvice)
+      : std::runtime_error(fact + ". " + advice), fact_(fact) {}
+  /// What ran out, without the advice.
+  const std::string& fact() const { return fact_; }
+
+ private:
+  std::string fact_;
 };
 
 }  // namespace towers

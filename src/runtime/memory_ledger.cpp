@@ -26,12 +26,10 @@ std::string mib_text(std::size_t bytes) {
   return text;
 }
 
-std::string out_of_memory_message(const std::string& device, std::size_t bytes,
-                                  MemoryCategory category, const std::string& room) {
+std::string out_of_memory_fact(const std::string& device, std::size_t bytes,
+                               MemoryCategory category, const std::string& room) {
   return "out of memory on " + device + " allocating " + std::to_string(bytes) + " bytes (" +
-         mib_text(bytes) + ") of " + std::string(category_name(category)) + ": " + room +
-         ". Use a smaller --batch-size (the activations grow with it) or fewer towers per "
-         "device (--towers-per-device, --towers).";
+         mib_text(bytes) + ") of " + std::string(category_name(category)) + ": " + room;
 }
 
 void MemoryLedger::add(MemoryCategory category, std::size_t bytes) {

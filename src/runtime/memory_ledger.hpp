@@ -47,12 +47,17 @@ inline constexpr int kMemoryCategoryCount = 7;
 /// "workspace", "other": the names summary lines use.
 std::string_view category_name(MemoryCategory category);
 
-/// The message of an OutOfMemory: which device, what was being allocated (`bytes` of the
-/// ledger's `category`), the room there was (`room`: "12.0 MiB free of 64.0 MiB", or why
-/// none), and what to do: a smaller --batch-size (activations grow with it) or fewer
-/// towers per device.
-std::string out_of_memory_message(const std::string& device, std::size_t bytes,
-                                  MemoryCategory category, const std::string& room);
+/// What an OutOfMemory says ran out: which device, what was being allocated (`bytes` of
+/// the ledger's `category`) and the room there was (`room`: "12.0 MiB free of 64.0 MiB",
+/// or why none).
+std::string out_of_memory_fact(const std::string& device, std::size_t bytes,
+                               MemoryCategory category, const std::string& room);
+
+/// What an OutOfMemory advises unless a program gives its own (see OutOfMemory::fact):
+/// the flags of the tower chapters, whose activations grow with the batch and the towers.
+inline constexpr const char* kTowerMemoryAdvice =
+    "Use a smaller --batch-size (the activations grow with it) or fewer towers per device "
+    "(--towers-per-device, --towers).";
 /// "12.3 MiB": bytes as a person reads them in a memory message.
 std::string mib_text(std::size_t bytes);
 

@@ -150,5 +150,18 @@ TEST(SingleGpu, AccumulatingMicroBatchesTakesTheBatchMeanStep) {
   EXPECT_NE(odd.output.find("not a multiple of --accumulate 4"), std::string::npos) << odd.output;
 }
 
+// A device too small for the batch's activations (issue 38's sibling of chapter 9's): the
+// advice named --towers-per-device and --towers, which this program lacks, and the run
+// ended with exit status 1. Now a usage error before step 0, in this program's flags.
+TEST(SingleGpu, AnOutOfMemorySaysWhatToDoInThisProgramsFlags) {
+  auto r = run("01_single_gpu", "--backend host --steps 1 --batch-size 9320");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("out of memory on host:0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Use a smaller --batch-size, or --accumulate m"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("--towers"), std::string::npos) << "a flag chapter 1 lacks: " << r.output;
+  EXPECT_EQ(r.output.find("step 0,"), std::string::npos) << "ran before refusing: " << r.output;
+}
+
 }  // namespace
 }  // namespace towers

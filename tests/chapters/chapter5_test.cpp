@@ -345,5 +345,18 @@ TEST(Ranks, AResumeWithOtherRanksOrABadFolderEndsEveryRankWithOneMessage) {
       << "rank 0 alone says it\n" << bad.output;
 }
 
+// A rank's device too small for its tower (issue 38's sibling of chapter 9's advice): the
+// message told the ranks to use fewer towers per device (--towers-per-device, --towers),
+// flags 05_ranks does not have; with one tower a device, only the batch can shrink.
+TEST(Ranks, AnOutOfMemoryAdvisesOnlyWhatTheRanksCanChange) {
+  auto r = run_ranks(2, "--backend host --steps 1 --batch-size 9320");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("out of memory on host:0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(1 tower(s) of batch 9320 on 1 device(s)). Use a smaller --batch-size"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--towers"), std::string::npos) << "a flag 05_ranks lacks: " << r.output;
+  EXPECT_EQ(r.output.find("step 0,"), std::string::npos) << "ran before refusing: " << r.output;
+}
+
 }  // namespace
 }  // namespace towers

@@ -599,6 +599,37 @@ TEST(ShardedOptimizers, AResumeWithAnotherOptimizerIsRefusedBeforeTraining) {
   EXPECT_EQ(same.last("global_step"), "2") << same.output;
 }
 
+// Issue 38: an Adam run's --save-params file, put in a folder to resume from, was refused
+// as "written with --optimizer sgd". It holds the parameters only, whatever trained it, and
+// the message says so; an SGD run resumes from it, saying what starts again (it said
+// "format 1", which the file is not).
+TEST(ShardedOptimizers, ASaveParamsFileIsNamedAsSuchWhenResumed) {
+  data::testing::TempDir dir;
+  const std::string flags = testing::tiny_set(dir.path()) + "--steps 1 ";
+  const std::filesystem::path folder = dir.path() / "from-params";
+  std::filesystem::create_directories(folder);
+  auto adam = run("08_sharded", flags + "--optimizer adam --save-params " +
+                                    (folder / model::checkpoint_name(1)).string());
+  ASSERT_EQ(adam.exit_code, 0) << adam.output;
+
+  auto refused = run("08_sharded", flags + "--resume --optimizer adam --checkpoint-dir " +
+                                       folder.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("is a --save-params file: it holds the parameters only (no Adam "
+                                "moments"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("Resume from a model.ckpt-<step> that --checkpoint-dir saved"),
+            std::string::npos) << "says what to do: " << refused.output;
+  EXPECT_EQ(refused.output.find("written with --optimizer sgd"), std::string::npos)
+      << "an Adam run's file named as SGD's: " << refused.output;
+  EXPECT_EQ(refused.output.find("step 0,"), std::string::npos) << "refused before the first step";
+
+  auto sgd = run("04_nccl_iterator", flags + "--resume --checkpoint-dir " + folder.string());
+  EXPECT_EQ(sgd.exit_code, 0) << sgd.output;
+  EXPECT_NE(sgd.output.find("is a --save-params file, the parameters only: the moving averages "
+                            "start again"), std::string::npos) << sgd.output;
+  EXPECT_EQ(sgd.output.find("format 1"), std::string::npos) << sgd.output;
+}
+
 TEST(ShardedOptimizers, UnknownOptimizersAreRefusedBeforeTraining) {
   for (const char* bad : {"sgdd", "Adam", "lamb", "\"\""}) {
     auto r = run("08_sharded", kOneStep + "--devices 2 --optimizer " + bad);

@@ -201,5 +201,29 @@ TEST(Chapter9Model, WhatTheRealModelCannotDoIsRefusedBeforeTheRun) {
   }
 }
 
+// A stage's device too small for its activations (issue 38): the advice named chapter 2's
+// --towers and --towers-per-device, which chapter 9 does not have; and the stages' buffers
+// were freed while a queued copy still wrote into them (glibc: "corrupted double-linked
+// list", exit 134). Now it is a usage error in this program's flags, before the first step.
+TEST(Chapter9Model, AStageOutOfMemorySaysWhatToDoInThisProgramsFlags) {
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    const ProgramRun r = run("09_pipeline", std::string("--backend host --model cifar --steps 1 "
+                                                        "--batch-size 9320 --micro-batches 1 "
+                                                        "--stages 2 --devices 1 --schedule ") +
+                                                schedule);
+    EXPECT_EQ(r.exit_code, 2) << schedule << "\n" << r.output;
+    EXPECT_NE(r.output.find("out of memory on host:0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("Use a smaller --batch-size or more --micro-batches"), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("more --devices (2 stages share 1 device(s) now)"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("--towers"), std::string::npos) << "a flag chapter 9 lacks: " << r.output;
+    EXPECT_EQ(r.output.find("step 0"), std::string::npos) << "ran before refusing: " << r.output;
+    // GPipe stashes all m micro-batches; 1F1B, the default, at most p: only GPipe is told.
+    EXPECT_EQ(r.output.find("--schedule 1f1b") != std::string::npos,
+              std::string(schedule) == "gpipe") << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace towers

@@ -152,6 +152,27 @@ TEST(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
   EXPECT_EQ(one.last("steps"), "1") << one.output;
 }
 
+// The mirror case (issue 38): --save-params fails, the trace after it is written. Chapter 1
+// set its status from the trace alone, so the lost parameters exited 0.
+TEST(NothingLost, AFailedSaveParamsIsAnErrorThoughTheTraceAfterItIsWritten) {
+  TempDir dir;
+  const fs::path trace = dir.path() / "trace.json";
+  for (const char* program : {"01_single_gpu", "02_serial_towers"}) {
+    fs::remove(trace);
+    auto r = run(program, quick_flags() + "--steps 1 --save-params /dev/full --trace " + trace.string());
+    EXPECT_EQ(r.exit_code, 1) << program << ": the parameters were lost\n" << r.output;
+    EXPECT_TRUE(has(r, "No space left on device")) << r.output;
+    EXPECT_TRUE(fs::exists(trace)) << program << ": the trace was dropped\n" << r.output;
+    EXPECT_EQ(r.last("steps"), "1") << program << ": the summary was dropped\n" << r.output;
+  }
+  // Chapter 9's synthetic stages wrote the trace before the summary: a full disk dropped it.
+  auto pipeline = run("09_pipeline", "--backend host --stages 2 --micro-batches 2 --kernel-ms 1 "
+                                     "--trace /dev/full");
+  EXPECT_EQ(pipeline.exit_code, 1) << pipeline.output;
+  EXPECT_TRUE(has(pipeline, "No space left on device")) << pipeline.output;
+  EXPECT_EQ(pipeline.last("stages"), "2") << "the summary was dropped\n" << pipeline.output;
+}
+
 TEST(NothingLost, AFreshRunRefusesAFolderWithCheckpointsUnlessOverwrite) {
   TempDir dir;
   const std::string ckpt = "--checkpoint-dir " + dir.path().string();

@@ -130,8 +130,12 @@ TEST(CheckpointDir, ResumeRefusesACheckpointOfAnotherOptimizer) {
   base::TempDir tmp("checkpoint_dir_test_optimizer");
   const fs::path sgd = tmp.path() / "sgd", momentum = tmp.path() / "momentum";
   testing::internal::CaptureStdout();
-  CheckpointDir(in(sgd)).save(state_at(2));
-  model::TrainingState with_velocity = state_at(2);
+  // As a run saves them: with the input's position (a file without one is a --save-params
+  // file, parameters only, which --resume names as such).
+  model::TrainingState plain = state_at(2);
+  plain.input = data::InputPosition{1, 64, 8, 0, 16};
+  CheckpointDir(in(sgd)).save(plain);
+  model::TrainingState with_velocity = plain;
   with_velocity.optimizer = model::Optimizer::kMomentum;
   with_velocity.optimizer_state.assign(model::kNumParameters, 0.25f);
   CheckpointFlags momentum_flags = in(momentum);

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -257,6 +259,20 @@ TEST(Checkpoint, OnlyCanonicalStepNamesAreCheckpoints) {
   EXPECT_EQ(latest_checkpoint(dir.path()), dir.path() / "model.ckpt-7");
 }
 
+// Issue 38: a pattern of at most 18 digits skipped model.ckpt-1000000000000000000, so the
+// next --resume took the save before it, redid that step and overwrote the newest file.
+TEST(Checkpoint, AStepOfNineteenDigitsIsStillTheNewest) {
+  TempDir dir;
+  save_checkpoint(dir.path(), make_state(999999999999999999));                  // 18 digits
+  const fs::path newest = save_checkpoint(dir.path(), make_state(1000000000000000000));  // 19
+  EXPECT_EQ(latest_checkpoint(dir.path()), newest);
+  EXPECT_EQ(load_checkpoint(newest).global_step, 1000000000000000000);
+  // The largest step a checkpoint records, 2^63 - 1, is a name too; one past it is none.
+  const fs::path largest = save_checkpoint(dir.path(), make_state(std::numeric_limits<std::int64_t>::max()));
+  write_bytes(dir.path() / "model.ckpt-9223372036854775808", "beyond any step: not a checkpoint");
+  EXPECT_EQ(latest_checkpoint(dir.path()), largest);
+}
+
 TEST(Checkpoint, AWrongSizedStateIsNotSaved) {
   TempDir dir;
   TrainingState state = make_state(3);
@@ -280,6 +296,17 @@ TEST(Checkpoint, TheInputPositionRoundTrips) {
   EXPECT_FALSE(load_checkpoint(save_checkpoint(dir.path(), saved)).input.has_value());
 }
 
+// A --save-params file is a version 2 file without an input position: every save a
+// --checkpoint-dir makes records one. A version 1 file has none either, but it is a checkpoint.
+TEST(Checkpoint, ASaveParamsFileIsToldFromACheckpoint) {
+  TempDir dir;
+  TrainingState state = make_state(6);
+  EXPECT_TRUE(holds_parameters_only(load_checkpoint(save_checkpoint(dir.path(), state))));
+  state.input = data::InputPosition{3, 50000, 128, 2, 384};
+  EXPECT_FALSE(holds_parameters_only(load_checkpoint(save_checkpoint(dir.path(), state))));
+  EXPECT_FALSE(holds_parameters_only(state)) << "made in memory, read from no file";
+}
+
 TEST(Checkpoint, VersionOneFilesStillLoadWithoutAnInputPosition) {
   TempDir dir;
   const TrainingState saved = make_state(4);
@@ -295,6 +322,7 @@ TEST(Checkpoint, VersionOneFilesStillLoadWithoutAnInputPosition) {
   const TrainingState loaded = load_checkpoint(file);
   EXPECT_EQ(loaded.params, saved.params);
   EXPECT_FALSE(loaded.input.has_value());
+  EXPECT_FALSE(holds_parameters_only(loaded)) << "a version 1 checkpoint, not --save-params'";
 }
 
 TEST(Checkpoint, AnInputPositionOutsideItsSetIsRefused) {
@@ -359,13 +387,16 @@ TEST(Checkpoint, AnAbsurdRankIsRefusedWithoutAllocatingIt) {
 
 // --- Optimizer state (format version 3) ---------------------------------------------------
 
-// make_state(step) with `optimizer`'s state: distinct, exactly representable values.
+// make_state(step) with `optimizer`'s state: distinct, exactly representable values, and
+// Adam's second moments (its second half) at or above zero, as means of squares are.
 TrainingState make_state_with(Optimizer optimizer, std::int64_t step) {
   TrainingState state = make_state(step);
   state.optimizer = optimizer;
   state.optimizer_state.resize(static_cast<std::size_t>(optimizer_own_floats(optimizer)) * kNumParameters);
   for (std::size_t i = 0; i < state.optimizer_state.size(); ++i) {
-    state.optimizer_state[i] = static_cast<float>(i % 4096) * 0.25f - 3.0f;
+    const float value = static_cast<float>(i % 4096) * 0.25f - 3.0f;
+    const bool second_moment = optimizer == Optimizer::kAdam && i >= kNumParameters;
+    state.optimizer_state[i] = second_moment ? std::abs(value) : value;
   }
   return state;
 }
@@ -443,6 +474,30 @@ TEST(Checkpoint, AnUnknownOrNonFiniteOptimizerStateIsRefusedOnLoad) {
   reseal(nan);
   write_bytes(file, nan);
   expect_refused(file, "momentum state value 9 is not finite");
+}
+
+// Issue 38: a negative Adam second moment loaded, and the run diverged one step later.
+TEST(Checkpoint, ANegativeAdamSecondMomentIsRefusedOnLoadAndNeverSaved) {
+  TempDir dir;
+  const fs::path file = save_checkpoint(dir.path(), make_state_with(Optimizer::kAdam, 2));
+  std::string bad = read_bytes(file);
+  const std::size_t second_moments = bad.size() - 8 - 4 * kNumParameters;  // v, before the sum
+  const float minus_half = -0.5f;
+  std::uint32_t bits;
+  std::memcpy(&bits, &minus_half, sizeof bits);
+  for (int i = 0; i < 4; ++i) bad[second_moments + 4 * 11 + i] = static_cast<char>(bits >> (8 * i));
+  reseal(bad);
+  write_bytes(file, bad);
+  expect_refused(file, "Adam second moment 11 is negative (-0.500000)");  // and the file
+  // Momentum's velocity has a sign: the same value there loads.
+  TrainingState momentum = make_state_with(Optimizer::kMomentum, 3);
+  momentum.optimizer_state[11] = -0.5f;
+  EXPECT_EQ(load_checkpoint(save_checkpoint(dir.path(), momentum)).optimizer_state[11], -0.5f);
+  // And the writer never makes the file the loader would refuse.
+  TrainingState adam = make_state_with(Optimizer::kAdam, 4);
+  adam.optimizer_state[kNumParameters + 11] = -0.5f;
+  EXPECT_THROW(save_checkpoint(dir.path(), adam), UsageError);
+  EXPECT_FALSE(fs::exists(dir.path() / checkpoint_name(4)));
 }
 
 TEST(Checkpoint, AWrongSizedOrDivergedOptimizerStateIsNotSaved) {

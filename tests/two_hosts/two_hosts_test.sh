@@ -16,6 +16,18 @@
 #           job survives, and its --save-params equal a run without the outage, byte for byte
 #   daemon  the second machine's Open MPI daemon killed mid-run ends the job within 30 s,
 #           naming the lost node (its rank is not killed by us: the daemon's loss is enough)
+#   refuse  what up and run refuse, before changing anything: a rate tc cannot take
+#           (100000gbit), a rate or loss tc or nft refuses on one end only (stand-ins for
+#           them on PATH) leaves both ends and `status` as they were; --loss 08 is 8; a
+#           program that is not there or not a file is named
+#   loss    a job over a 30 % lossy link ends (a collective timeout or a lost daemon), and
+#           run says it was the packet loss, not a cut, and what to do
+#   link    bench/two-hosts-link at 100mbit (its fit below the link model's 0.1 Gb/s: it
+#           exited 2 without a word) fills the measured columns, marks the simulated ones
+#           n/a with a note, and goes on to 1gbit; a bad --rates is refused before any run.
+#           The all-reduce bench and chapter 6's ranks are stand-ins that print a
+#           table and a summary at once (the real ones take minutes at 100mbit); the
+#           simulated link is the real 06_overlap
 set -uo pipefail
 root=${1:?usage: two_hosts_test.sh <source dir> <bin dir> <case>}
 bin=${2:?bin dir}
@@ -177,6 +189,114 @@ daemon)
   echo "$out" | grep -q "$TWO_HOSTS_PREFIX-host1" || fail "the lost node not named: $out"
   echo "$out" | tail -n 12
   echo "the second machine's daemon killed: job ended $took s later, exit $rc"
+  ;;
+refuse)
+  # The rate and loss one end of the cable has now (tc's rate, nft's percentage or none).
+  end_rate() { ip netns exec "$TWO_HOSTS_PREFIX-host$1" tc qdisc show dev "$TWO_HOSTS_PREFIX-v$1" |
+               sed -nE 's/.*tbf .* rate ([^ ]+) .*/\1/p'; }
+  end_loss() { ip netns exec "$TWO_HOSTS_PREFIX-host$1" nft list ruleset 2>/dev/null |
+               sed -nE 's/.*mod 100 < ([0-9]+) drop.*/\1/p'; }
+  # expect_ends RATE LOSS WHEN: both ends and `status` show RATE (tc's words) and LOSS.
+  expect_ends() {
+    for end in 0 1; do
+      [ "$(end_rate $end)" = "$1" ] || fail "$3: end $end shapes to '$(end_rate $end)', not $1"
+      [ "$(end_loss $end)" = "$2" ] || fail "$3: end $end drops '$(end_loss $end)' %, not $2"
+    done
+    local said; said=$("$script" status)
+    grep -qi "rate: $1 *loss: $2 %" <<<"$said" || fail "$3: status says $said"
+  }
+  command -v nft >/dev/null || skip "no nft (apt-get install nftables): --loss needs it"
+  bounded 30 "$script" up --rate 1gbit --loss 2 || fail "up: $out"
+  expect_ends 1Gbit 2 "after up"
+  bounded 30 "$script" up --rate 100000gbit
+  [ "$rc" -ne 0 ] && grep -q -- "--rate 100000gbit: at most 100gbit" <<<"$out" ||
+    fail "100000gbit: exit $rc: $out"
+  expect_ends 1Gbit 2 "after a rate tc cannot take"
+  # tc and nft that refuse on the second machine's end only: the first end, changed
+  # already, must go back.
+  mkdir -p "$tmp/stand-ins"
+  cat >"$tmp/stand-ins/tc" <<EOF
+#!/bin/sh
+case "\$*" in *replace*$TWO_HOSTS_PREFIX-v1*500mbit*) echo "stand-in tc: refused" >&2; exit 2 ;; esac
+exec $(command -v tc) "\$@"
+EOF
+  cat >"$tmp/stand-ins/nft" <<EOF
+#!/bin/sh
+[ "\$1" = -f ] || exec $(command -v nft) "\$@"
+rules=\$(cat)
+case "\$rules" in *$TWO_HOSTS_PREFIX-v1*"< 5 "*) echo "stand-in nft: refused" >&2; exit 1 ;; esac
+printf '%s\n' "\$rules" | exec $(command -v nft) "\$@"
+EOF
+  chmod +x "$tmp/stand-ins/tc" "$tmp/stand-ins/nft"
+  bounded 30 env PATH="$tmp/stand-ins:$PATH" "$script" up --rate 500mbit --loss 2
+  [ "$rc" -ne 0 ] && grep -q "both ends keep rate 1gbit, loss 2 %" <<<"$out" || fail "500mbit refused: exit $rc: $out"
+  expect_ends 1Gbit 2 "after tc refused one end"
+  bounded 30 env PATH="$tmp/stand-ins:$PATH" "$script" up --rate 250mbit --loss 5
+  [ "$rc" -ne 0 ] && grep -q "both ends keep rate 1gbit, loss 2 %" <<<"$out" || fail "loss 5 refused: exit $rc: $out"
+  expect_ends 1Gbit 2 "after nft refused one end"
+  bounded 30 "$script" up --rate 1gbit --loss 08 || fail "--loss 08: $out"
+  expect_ends 1Gbit 8 "after --loss 08"
+  for program in no-such-program "$tmp"; do
+    bounded 30 "$script" run -- "$program" --steps 1
+    [ "$rc" -ne 0 ] && grep -qE "run: (no program 'no-such-program'|'$tmp' is not an executable file)" <<<"$out" ||
+      fail "run -- $program: exit $rc: $out"
+    grep -q "unbound variable" <<<"$out" && fail "run -- $program: $out"
+  done
+  echo "refused before changing anything; both ends and status kept 1gbit and 2 %; --loss 08 is 8"
+  ;;
+loss)
+  command -v nft >/dev/null || skip "no nft (apt-get install nftables): --loss needs it"
+  bounded 30 "$script" up --loss 30 || fail "up: $out"
+  grep -q "note: at 30 % loss" <<<"$out" || fail "up --loss 30 did not warn: $out"
+  bounded 180 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 10
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "exit $rc (124: not ended within 180 s): $out"
+  grep -q "two-hosts: the job ended (exit $rc) while the link dropped 30 % of the packets" <<<"$out" ||
+    fail "not told it was the packet loss: $out"
+  grep -q "the cable was never cut" <<<"$out" && grep -q -- "--loss 10 or less" <<<"$out" ||
+    fail "not told what to do: $out"
+  echo "$out" | tail -n 3
+  ;;
+link)
+  link_bench="$root/bench/two-hosts-link"
+  for bad in 100000gbit fast; do
+    bounded 10 "$link_bench" --rates "$bad" --bin "$bin"
+    [ "$rc" -eq 2 ] && grep -q -- "--rates: '$bad' is not a rate from 8kbit to 100gbit" <<<"$out" ||
+      fail "--rates $bad: exit $rc: $out"
+  done
+  stand_ins="$tmp/bin"
+  mkdir -p "$stand_ins"
+  ln -s "$bin/06_overlap" "$stand_ins/06_overlap"
+  # bench_allreduce_mpi's table on rank 0: size, then time (us) algbw busbw #wrong for
+  # MPI_Allreduce, the ring and chapter 4's ring; the ring's time 200 us + the bytes at 90 %
+  # of the rate `up` shaped the cable to (scripts/two-hosts keeps it in /run).
+  cat >"$stand_ins/bench_allreduce_mpi" <<'EOF'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+bits=$(awk '{ n = $0 + 0; u = substr($0, length(n "") + 1);
+              print n * (u == "gbit" ? 1e9 : u == "mbit" ? 1e6 : 1e3) }' "/run/$TWO_HOSTS_PREFIX-two-hosts/rate")
+size=4096
+while [ $size -le 67108864 ]; do
+  t=$(awk -v b=$size -v r="$bits" 'BEGIN { printf "%.1f", 200 + 8 * b / (0.9 * r) * 1e6 }')
+  echo "  $size $t 1 1 0 $t 1 1 0 $t 1 1 0"
+  size=$((size * 4))
+done
+echo "summary: ranks=2 sizes=12 wrong=0"
+EOF
+  cat >"$stand_ins/06_overlap_ranks" <<'EOF'
+#!/bin/sh
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] || exit 0
+echo "summary: backend=host steps=2 step_ms=500.0"
+EOF
+  chmod +x "$stand_ins/bench_allreduce_mpi" "$stand_ins/06_overlap_ranks"
+  bounded 200 "$link_bench" --rates "100mbit 1gbit" --repeats 1 --steps 2 --batch-size 2 --bin "$stand_ins"
+  [ "$rc" -eq 0 ] || fail "exit $rc: $out"
+  grep -qE '^\| 100mbit \|.*\| n/a \(outside the model\) \| n/a \| n/a \|$' <<<"$out" ||
+    fail "no 100mbit row with n/a simulated columns: $out"
+  grep -q "Note: 100mbit: the fit gives --link-gbps 0.09.*outside the link model's range" <<<"$out" ||
+    fail "no note on 100mbit: $out"
+  grep -qE '^\| 1gbit \|.*\| --link-gbps [0-9.]+ --link-latency-us [0-9]+ \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out" ||
+    fail "no simulated 1gbit row: $out"
+  grep "^|" <<<"$out" | tail -n 2
   ;;
 *) fail "unknown case '$case_name'" ;;
 esac

@@ -110,7 +110,7 @@ Buffer CudaDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
     (void)cudaGetLastError();  // out of memory is not sticky: clear it and report ours
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    throw OutOfMemory(out_of_memory_message(
+    throw OutOfMemory(out_of_memory_fact(
         name_ + " (cudaErrorMemoryAllocation)", bytes, category,
         mib_text(free_bytes) + " free of " + mib_text(total_bytes) +
             " (another process may hold some: nvidia-smi)"));

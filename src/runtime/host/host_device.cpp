@@ -45,7 +45,7 @@ Buffer HostDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
   refuse_if_capturing("Device::allocate on " + name());
   if (used_.fetch_add(bytes) + bytes > capacity_) {
     used_.fetch_sub(bytes);
-    throw OutOfMemory(out_of_memory_message(
+    throw OutOfMemory(out_of_memory_fact(
         name(), bytes, category,
         mib_text(capacity_ - std::min(capacity_, used_.load())) + " free of the simulated " +
             mib_text(capacity_)));
@@ -53,7 +53,7 @@ Buffer HostDevice::allocate_memory(std::size_t bytes, MemoryCategory category) {
   void* data = aligned_bytes(bytes);
   if (data == nullptr) {
     used_.fetch_sub(bytes);
-    throw OutOfMemory(out_of_memory_message(
+    throw OutOfMemory(out_of_memory_fact(
         name(), bytes, category, "the machine's own memory ran out (the allocation failed)"));
   }
   if (link_) link_->add(data, bytes, index_);  // so a stream can tell a peer copy
@@ -69,8 +69,8 @@ Buffer HostDevice::allocate_pinned(std::size_t bytes) {
   void* data = aligned_bytes(bytes);
   if (data == nullptr) {
     throw OutOfMemory("out of host memory allocating " + std::to_string(bytes) + " bytes (" +
-                      mib_text(bytes) + ") of pinned memory for " + name() +
-                      ". Use a smaller --batch-size or fewer towers (--towers, --devices).");
+                          mib_text(bytes) + ") of pinned memory for " + name(),
+                      "Use a smaller --batch-size or fewer towers (--towers, --devices).");
   }
   return Buffer(data, bytes, [](void* p) { std::free(p); });
 }
