@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "harness/lesson_flags.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"

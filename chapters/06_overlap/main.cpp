@@ -9,6 +9,7 @@
 // With simulated devices copies cost almost nothing; --link-gbps gives them a link to wait on.
 #include <algorithm>
 
+#include "harness/lesson_flags.hpp"
 #include "harness/overlap_trace.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"

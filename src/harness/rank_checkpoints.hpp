@@ -10,7 +10,7 @@
 // checkpoint; a save that fails ends the job at once, since the other ranks must not wait
 // for rank 0. The evaluation itself is TowerTraining's (its moving averages after the
 // last step): evaluate_here() says which rank sets TrainingFlags::eval.
-// Used from one host thread of every rank; the constructor, resume_input() and save()
+// Used from one host thread of every rank; the constructor and save()
 // are collectives or follow one, so every rank calls them in the same order.
 // Introduced in chapter 5.
 #pragma once
