@@ -23,6 +23,7 @@
 #include "base/timing.hpp"
 #include "cli/options.hpp"  // whole_number
 #include "mpi/mpi_check.hpp"
+#include "harness/rank_program.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_mpi.hpp"

@@ -3,24 +3,24 @@
 // The model every later chapter splits into towers: each step copies a distorted batch
 // to the device, runs forward and backward, applies SGD and updates the moving averages.
 // There are no towers yet, so nothing meets; the host waits once per step to log the loss.
+// The variables live on that one device (OneDeviceVariables); what a run does around its
+// steps (resume, log, checkpoints, --save-params, --eval) is TrainingRun's, the same for
+// every chapter.
 #include <algorithm>
-#include <optional>
-#include <cstdio>
+#include <chrono>
 #include <thread>
-#include <vector>
 
 #include "base/usage_error.hpp"
-#include "cli/graceful_stop.hpp"
 #include "data/preprocess.hpp"
-#include "harness/checkpoint_dir.hpp"
-#include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/input_queue.hpp"
 #include "harness/micro_batches.hpp"
 #include "harness/training.hpp"
+#include "harness/training_run.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "parallel/one_device_variables.hpp"
 
 using namespace towers;
 using namespace towers::model;
@@ -32,24 +32,20 @@ int main(int argc, char** argv) {
   // One device, one tower: on the host backend let each op use every core (the later
   // chapters give each simulated device one core instead).
   int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  CheckpointFlags checkpoint_flags;
-  bool eval = false;
   int accumulate = 1;
   add_training_flags(app, flags, /*with_towers=*/false);
   app.add_option("--accumulate", accumulate,
                  "m: cut each batch into m micro-batches and sum their gradients before one "
                  "update (gradient accumulation; chapter 9's pipeline equals it bit for bit)")
       ->capture_default_str()->check(whole_number(1, 1024, "micro-batches"));
-  app.add_option("--save-params", flags.save_params,
-                 "write the final parameters to this file (checkpoint format), to compare runs")
-      ->check(writable_file());
+  add_save_params_flag(app, flags.save_params);
   app.add_option("--device", device_index, "which device to train on")->capture_default_str()
       ->check(whole_number(0, kMaxDevices - 1));
   app.add_option("--host-threads", host_threads,
                  "host backend: threads each op may use (default: one per core)")
       ->capture_default_str()->check(whole_number(1, 1024));
-  add_checkpoint_flags(app, checkpoint_flags);
-  add_eval_flag(app, eval);
+  add_checkpoint_flags(app, flags.checkpoints);
+  add_eval_flag(app, flags.eval);
 
   return run_program(app, argc, argv, [&] {
     // Everything this run will write or read at the end is checked first: a typo costs
@@ -58,9 +54,7 @@ int main(int argc, char** argv) {
         !problem.empty()) {
       throw UsageError(problem);
     }
-    CheckpointDir checkpoints(checkpoint_flags);
-    std::optional<data::Dataset> test;
-    if (eval) test = load_test_set(flags.data_dir);
+    TrainingRun run(flags);  // --checkpoint-dir and --resume settled, --eval's test set read
     flags.runtime.devices = device_index + 1;
     auto runtime = Runtime::create(flags.runtime);
     Device& device = runtime->device(device_index);
@@ -70,6 +64,7 @@ int main(int argc, char** argv) {
     data::Dataset train = load_training_set(flags.data_dir);
     const int batch_size = flags.layout.batch_size;
     InputQueue queue(train, batch_size, flags.seed);
+    run.restore_input(queue);  // a checkpoint of another --batch-size or --seed: refused now
     auto stream = device.create_stream();
     stream->set_tower(0);
     // With --accumulate m the Network holds the activations of one micro-batch of B/m.
@@ -86,77 +81,48 @@ int main(int argc, char** argv) {
       }
     }();
 
-    // State: parameters and their moving averages, fresh or from the newest checkpoint
-    // (then the queue continues where the checkpoint's input stood).
-    TrainingState state = starting_state(checkpoints, queue, flags.seed);
+    // The variables, on the one device: parameters and their moving averages, fresh or
+    // from the newest checkpoint (then the queue continues where its input stood).
+    OneDeviceVariables vars(device, *stream);
     const std::size_t param_bytes = kNumParameters * sizeof(float);
-    Buffer params = device.allocate(param_bytes), grads = device.allocate(param_bytes);
-    Buffer averages = device.allocate(param_bytes);
+    Buffer grads = device.allocate(param_bytes);
     Buffer images = device.allocate(sizeof(float) * batch_size * data::kCropValues);
     Buffer labels = device.allocate(sizeof(int) * batch_size);
     Buffer host_images = device.allocate_pinned(images.bytes());
     Buffer host_labels = device.allocate_pinned(labels.bytes());
     Buffer host_losses = device.allocate_pinned(sizeof(float) * kLossCount * accumulate);
     Buffer micro_grads = device.allocate(accumulate > 1 ? param_bytes : sizeof(float));
-    stream->copy(params.data(), state.params.data(), param_bytes);
-    stream->copy(averages.data(), state.moving_averages.data(), param_bytes);
-    stream->synchronize();
-
-    StepLog log(batch_size, 1, flags.log_every, flags.steps);
+    run.start(vars, &queue, batch_size, 1);  // Ctrl-C from here on: finish the step, save
     const std::int64_t steps_per_decay = decay_steps(batch_size, 1);
-    std::int64_t global_step = state.global_step;
-    float loss = 0;
-    GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
-    bool stopping = false;  // the stop as this step's save read it: the loop ends on it
-    for (int step = 0; step < flags.steps && !stopping; ++step) {
+
+    for (int step = 0; step < flags.steps && !run.stopping(); ++step) {
       auto start = std::chrono::steady_clock::now();
+      const std::int64_t global_step = run.first_global_step() + step;
       runtime->trace().set_step(step);
       // docs-begin: train-step
       queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
       stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
       stream->copy(labels.data(), host_labels.data(), labels.bytes(), "copy labels");
       if (accumulate == 1) {
-        network.forward_backward(*stream, params.as<float>(), images.as<float>(),
-                                 labels.as<int>(), grads.as<float>());
+        network.forward_backward(*stream, vars.params(), images.as<float>(), labels.as<int>(),
+                                 grads.as<float>());
         stream->copy(host_losses.data(), network.losses(), sizeof(float) * kLossCount,
                      "copy loss");
       } else {  // --accumulate m: m forward-backwards, their gradients summed, then / m
-        forward_backward_accumulated(*stream, network, params.as<float>(), images.as<float>(),
+        forward_backward_accumulated(*stream, network, vars.params(), images.as<float>(),
                                      labels.as<int>(), accumulate, micro_grads.as<float>(),
                                      grads.as<float>(), host_losses.as<float>());
       }
       apply_gradients(*stream, learning_rate(global_step, steps_per_decay), grads.as<float>(),
-                      params.as<float>());
-      update_moving_averages(*stream, moving_average_decay(global_step), params.as<float>(),
-                             averages.as<float>());
+                      vars.params());
+      update_moving_averages(*stream, moving_average_decay(global_step), vars.params(),
+                             vars.averages());
       stream->synchronize();  // the host waits here, once per step, to read the loss
       // docs-end: train-step
-      loss = mean_total_loss(host_losses.as<float>(), accumulate);
-      ++global_step;
-      log.step_done(global_step - 1, loss, seconds_since(start));
-      stopping = stop.requested();
-      const bool last = step + 1 == flags.steps || stopping;
-      const bool save = checkpoints.due(global_step, last);
-      if (save || parameter_check_due(step + 1)) {  // a NaN weight can hide behind a ReLU
-        stream->copy(state.params.data(), params.data(), param_bytes);
-        stream->copy(state.moving_averages.data(), averages.data(), param_bytes);
-        stream->synchronize();
-        check_parameters(state.params.data(), global_step - 1);
-        state.global_step = global_step;
-        state.input = queue.position();
-        if (save) std::printf("saved %s\n", checkpoints.save(state).string().c_str());
-      }
+      // The log, the divergence check and a checkpoint when one is due.
+      run.end_step(step, mean_total_loss(host_losses.as<float>(), accumulate), seconds_since(start));
     }
-    bool written = true;
-    if (!flags.save_params.empty()) {
-      written &= write_output([&] {
-        std::vector<float> final_params(kNumParameters);
-        stream->copy(final_params.data(), params.data(), param_bytes);
-        stream->synchronize();
-        save_params_file(flags.save_params, static_cast<long long>(global_step),
-                         final_params.data());
-      });
-    }
+    bool written = run.write_save_params();
     if (runtime->trace().enabled()) {
       written &= write_output([&] {
         write_trace_files(flags.trace_files, runtime->trace().collect(), "chapter 1: one device");
@@ -165,16 +131,14 @@ int main(int argc, char** argv) {
 
     Summary summary;
     summary.add("backend", std::string(to_string(runtime->backend())))
-        .add("steps", log.steps()).add("global_step", static_cast<long long>(global_step))
-        .add("batch_size", batch_size).add("accumulate", accumulate).add("final_loss", static_cast<double>(loss), 4)
-        .add("step_ms", log.mean_step_ms(), 2).add("examples_per_sec", log.examples_per_sec(), 1);
-    if (test && !stop.requested()) {  // after Ctrl-C the user wants out: no evaluation
-      Precision p = evaluate(device, *stream, network, averages.as<float>(), *test);
-      print_precision(p);
-      summary.add("precision_at_1", p.precision_at_1(), 4);
-    }
-    if (stop.requested()) summary.add("stopped_by", std::string(stop.signal_name()));
+        .add("steps", run.steps_run()).add("global_step", static_cast<long long>(run.global_step()))
+        .add("batch_size", batch_size).add("accumulate", accumulate)
+        .add("final_loss", static_cast<double>(run.last_loss()), 4)
+        .add("step_ms", run.log().mean_step_ms(), 2)
+        .add("examples_per_sec", run.log().examples_per_sec(), 1);
+    run.evaluate_if_asked(device, *stream, network, summary);
+    const int status = run.exit_status(written, summary);
     summary.print();
-    return stop.exit_status(written ? 0 : 1);
+    return status;
   });
 }

@@ -10,6 +10,7 @@
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
+#include "parallel/host_variables.hpp"
 #include "parallel/tower_loss.hpp"
 
 using namespace towers;
@@ -30,10 +31,9 @@ int main(int argc, char** argv) {
     const int n = static_cast<int>(kNumParameters);
     // The variables live on the host ("/cpu:0"): parameters, moving averages, gradients.
     Device& host_side = training.runtime().device(0);
-    Buffer params = host_side.allocate_pinned(n * sizeof(float));
-    std::copy(training.initial_params(), training.initial_params() + n, params.as<float>());
-    const float* initial_averages = training.initial_averages();  // --seed's, or --resume's
-    std::vector<float> averages(initial_averages, initial_averages + n), grads(n);
+    HostVariables vars(host_side);
+    training.start(vars);  // from --seed, or where a checkpoint stood
+    std::vector<float> grads(n);
     std::vector<Buffer> tower_grads;
     std::vector<const float*> tower_grad_ptrs;
     for (int i = 0; i < num_gpus; ++i) {
@@ -44,14 +44,11 @@ int main(int argc, char** argv) {
     auto copy_params_to_devices = [&] {  // one device after the other, like the towers
       for (auto& replica : training.replicas()) {
         Stream& stream = *towers[replica->device->index()]->stream;
-        stream.copy(replica->params.data(), params.data(), n * sizeof(float), "copy params");
+        stream.copy(replica->params.data(), vars.params(), n * sizeof(float), "copy params");
         stream.synchronize();
       }
     };
     copy_params_to_devices();
-    training.read_params_with(
-        [&](float* out) { std::copy(params.as<float>(), params.as<float>() + n, out); },
-        [&](float* out) { std::copy(averages.begin(), averages.end(), out); });
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
@@ -72,9 +69,9 @@ int main(int argc, char** argv) {
       // docs-begin: host-average
       average_gradients_on_host(tower_grad_ptrs, n, grads.data());  // towers meet here
       apply_gradients_on_host(learning_rate(global_step, steps_per_decay), grads.data(),
-                              params.as<float>());
-      update_moving_averages_on_host(moving_average_decay(global_step), params.as<float>(),
-                                     averages.data());
+                              vars.params());
+      update_moving_averages_on_host(moving_average_decay(global_step), vars.params(),
+                                     vars.averages());
       // docs-end: host-average
       trace.add_host_span("average_gradients + apply", average_start);
       copy_params_to_devices();  // every device gets the new parameters

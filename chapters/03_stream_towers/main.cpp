@@ -9,6 +9,7 @@
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
+#include "parallel/device_zero_variables.hpp"
 #include "parallel/tower_loss.hpp"
 
 using namespace towers;
@@ -29,18 +30,11 @@ int main(int argc, char** argv) {
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     // The variables live on device 0; every other device holds a copy of the parameters.
     Replica& root = *training.replicas()[0];
-    Buffer averages = root.device->allocate(param_bytes);
     DeviceAverage averager(*root.device, towers);
     Stream& meet = averager.stream();  // where towers meet: device 0, no tower
+    DeviceZeroVariables vars(training.replicas(), meet);
+    training.start(vars);  // from --seed, or where a checkpoint stood
     auto params_ready = root.device->create_event();
-    for (auto& replica : training.replicas()) {
-      meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
-    }
-    meet.copy(averages.data(), training.initial_averages(), param_bytes, "copy params");
-    meet.synchronize();
-    training.read_params_with(  // parameters, then moving averages, to the host
-        [&](float* out) { meet.copy(out, root.params.data(), param_bytes); meet.synchronize(); },
-        [&](float* out) { meet.copy(out, averages.data(), param_bytes); meet.synchronize(); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
@@ -55,10 +49,9 @@ int main(int argc, char** argv) {
       // docs-end: enqueue-towers
       // docs-begin: device-average
       const float* grads = averager.average_gradients();  // waits for each tower's event
-      apply_gradients(meet, learning_rate(global_step, steps_per_decay), grads,
-                      root.params.as<float>());
-      update_moving_averages(meet, moving_average_decay(global_step), root.params.as<float>(),
-                             averages.as<float>());
+      apply_gradients(meet, learning_rate(global_step, steps_per_decay), grads, vars.params());
+      update_moving_averages(meet, moving_average_decay(global_step), vars.params(),
+                             vars.averages());
       for (auto& replica : training.replicas()) {
         if (replica.get() != &root) {
           meet.copy(replica->params.data(), root.params.data(), param_bytes, "broadcast params");

@@ -10,14 +10,15 @@
 #include <algorithm>
 #include <chrono>
 
+#include "harness/lesson_flags.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
-#include "harness/tower_variables.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
+#include "parallel/tower_variables.hpp"
 #include "parallel/tower_loss.hpp"
 #include "parallel/tower_loss_batch.hpp"
 
@@ -58,13 +59,12 @@ int main(int argc, char** argv) {
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     std::unique_ptr<TowerInputs> inputs;  // none with --input queue
-    if (!from_queue) {
-      inputs = std::make_unique<TowerInputs>(training, input_flags);  // resumes with the training
-    }
+    if (!from_queue) inputs = std::make_unique<TowerInputs>(training, input_flags);
     auto allreduce =
         make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
     // Every tower owns its variables: parameters and moving averages, on its device.
-    TowerVariables vars(training);
+    TowerVariables vars(towers);
+    training.start(vars, inputs.get());  // from --seed, or where a checkpoint stood
     ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });

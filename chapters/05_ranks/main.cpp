@@ -13,7 +13,9 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
+#include "harness/lesson_flags.hpp"
 #include "harness/rank_placement.hpp"
+#include "harness/rank_program.hpp"
 #include "harness/rank_step.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
@@ -23,6 +25,7 @@
 #include "mpi/mpi_job.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
+#include "parallel/one_device_variables.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "runtime/backend.hpp"
 
@@ -41,9 +44,7 @@ int main(int argc, char** argv) {
   RankCheckpointFlags checkpoint_flags;
   double collective_timeout_s = 30;
   add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
-  app.add_option("--save-params", flags.save_params,
-                 "rank 0 writes the final parameters to this file (checkpoint format)")
-      ->check(writable_file());
+  add_save_params_flag(app, flags.save_params, " (rank 0 writes it)");
   add_rank_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
@@ -68,7 +69,6 @@ int main(int argc, char** argv) {
     // checkpoint to resume; a refusal there ends every rank before step 0, with rank 0's
     // message. The resumed state is then every rank's.
     const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
-    const std::int64_t first_step = checkpoints.first_step();
     flags.eval = checkpoints.evaluate_here();
     // docs-begin: rank-device
     // One tower per process: tower index = rank (so it reads the rank's shard), on a
@@ -79,20 +79,21 @@ int main(int argc, char** argv) {
     flags.trace_files.process_label = "rank";
     if (job.rank() != 0) flags.save_params.clear();  // one file for the job, from rank 0
     TowerTraining training(flags, /*probe=*/false, TowerInput::kOwnIterators, job.size());
+    checkpoints.resume(training);  // every rank from what rank 0 read, or from --seed
+    const std::int64_t first_step = training.first_global_step();
     Tower& tower = *training.towers()[0];
     const int num_gpus = job.size();  // the tutorial's name: how many towers train together
     std::printf("%d rank(s), %d on this machine; rank 0 trains tower 0 on %s device %d\n",
                 job.size(), job.local_size(), std::string(to_string(training.runtime().backend())).c_str(),
                 tower.device->index());
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    const std::int64_t first_batch = checkpoints.resume_input(training, num_gpus);
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
-                       first_batch);
+    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
     auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
                                          watchdog, kNumParameters);
     // This rank's variables: parameters and moving averages, on its device: from --seed,
-    // or the resumed checkpoint's.
-    auto [params, averages] = start_rank_variables(training, tower, checkpoints);
+    // or the resumed checkpoint's; the input from where that checkpoint's stood.
+    RankVariables vars(*tower.device, *tower.stream);
+    training.start(vars, &inputs);
     float* grads = tower.grads.as<float>();
     RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
     PipelineTrace pipeline;
@@ -109,27 +110,26 @@ int main(int argc, char** argv) {
       // docs-begin: rank-step
       const data::Batch batch = inputs[0].next();       // this rank's shard of the step
       tower.stream->wait(*batch.ready);
-      tower_loss(tower, params.as<float>(), batch);     // returns at once
+      tower_loss(tower, vars.params(), batch);         // returns at once
       inputs[0].release(batch, *tower.stream);
       allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // ranks meet
       apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
-                      params.as<float>());
-      update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
-                             averages.as<float>());
+                      vars.params());
+      update_moving_averages(*tower.stream, moving_average_decay(global_step), vars.params(),
+                             vars.averages());
       // docs-end: rank-step
       step.enqueued();
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs
       training.runtime().synchronize();
       // Log the last rank's loss, as chapter 4 logs its last tower's (and TF its last tower's).
       step.end(last_rank_loss(job, watchdog, tower, run_step));
-      check.after_step(run_step, params.as<float>());  // are the ranks' copies identical?
+      check.after_step(run_step, vars.params());  // are the ranks' copies identical?
       // Ctrl-C reaches every rank, but maybe in different steps: the ranks agree to stop
       // after the same step, or one would wait alone in the next all-reduce.
       stop = ranks_agree_to_stop(job, watchdog, training.stop_requested(), run_step);
       // Every rank takes part in a save: rank 0 writes what every rank's input adds up to.
       if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
-        checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,
-                         averages);
+        checkpoints.save(global_step + 1, inputs.position(), watchdog, run_step, vars);
       }
     }
     training.print_timeline("chapter 5: ranks");

@@ -9,17 +9,18 @@
 // With simulated devices copies cost almost nothing; --link-gbps gives them a link to wait on.
 #include <algorithm>
 
+#include "harness/lesson_flags.hpp"
 #include "harness/overlap_trace.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
-#include "harness/tower_variables.hpp"
 #include "model/gradient_layers.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
 #include "parallel/buckets.hpp"
+#include "parallel/tower_variables.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "runtime/rendezvous.hpp"
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    TowerInputs inputs(training, input_flags);  // resumes with the training
+    TowerInputs inputs(training, input_flags);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
@@ -54,7 +55,8 @@ int main(int argc, char** argv) {
                                           overlap_flags.overlap ? largest_bucket : kNumParameters);
     // As chapter 4, every tower owns its variables. New: a communication stream per tower,
     // an event per layer that the backward pass records, and one for "all buckets done".
-    TowerVariables vars(training);
+    TowerVariables vars(towers);
+    training.start(vars, &inputs);  // from --seed, or where a checkpoint stood
     std::vector<Stream*> comm_streams;
     std::vector<std::unique_ptr<Stream>> comm_owned;
     std::vector<std::vector<std::unique_ptr<Event>>> layer_ready_owned;

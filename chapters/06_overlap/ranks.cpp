@@ -14,7 +14,9 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
+#include "harness/lesson_flags.hpp"
 #include "harness/rank_placement.hpp"
+#include "harness/rank_program.hpp"
 #include "harness/rank_step.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
@@ -25,6 +27,7 @@
 #include "mpi/mpi_job.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce_mpi.hpp"
+#include "parallel/one_device_variables.hpp"
 #include "parallel/buckets.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "runtime/backend.hpp"
@@ -45,9 +48,7 @@ int main(int argc, char** argv) {
   RankCheckpointFlags checkpoint_flags;
   double collective_timeout_s = 30;
   add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
-  app.add_option("--save-params", flags.save_params,
-                 "rank 0 writes the final parameters to this file (checkpoint format)")
-      ->check(writable_file());
+  add_save_params_flag(app, flags.save_params, " (rank 0 writes it)");
   add_rank_allreduce_flag(app, allreduce_choice);
   add_input_flags(app, input_flags);
   add_check_flags(app, check_flags);
@@ -67,26 +68,26 @@ int main(int argc, char** argv) {
     }
     // As chapter 5: rank 0 settles the checkpoint folder; every rank resumes its state.
     const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
-    const std::int64_t first_step = checkpoints.first_step();
     flags.eval = checkpoints.evaluate_here();
     // One tower per process, as chapter 5: tower index = rank, one device per rank.
     place_one_tower_per_rank(flags, job.rank(), job.local_rank());
     flags.trace_files.process_label = "rank";
     if (job.rank() != 0) flags.save_params.clear();
     TowerTraining training(flags, /*probe=*/false, TowerInput::kOwnIterators, job.size());
+    checkpoints.resume(training);
+    const std::int64_t first_step = training.first_global_step();
     Tower& tower = *training.towers()[0];
     const int num_gpus = job.size();
     Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    const std::int64_t first_batch = checkpoints.resume_input(training, num_gpus);
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus,
-                       first_batch);
+    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
     auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
                                          watchdog, overlap_flags.overlap ? largest_bucket : kNumParameters);
     // From --seed, or the checkpoint's, as chapter 5.
-    auto [params, averages] = start_rank_variables(training, tower, checkpoints);
+    RankVariables vars(*tower.device, *tower.stream);
+    training.start(vars, &inputs);
     float* grads = tower.grads.as<float>();
     // Chapter 6's additions, for this rank's one tower: the communication stream (its own
     // worker: the MPI calls run there), an event per layer, one for "every bucket averaged".
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
       const data::Batch batch = inputs[0].next();
       tower.stream->wait(*batch.ready);
       // docs-begin: rank-buckets
-      tower_loss(tower, params.as<float>(), batch, [&](int layer) {
+      tower_loss(tower, vars.params(), batch, [&](int layer) {
         tower.stream->record(*layer_ready[layer]);  // this layer's gradients are final
       });
       inputs[0].release(batch, *tower.stream);
@@ -131,19 +132,18 @@ int main(int argc, char** argv) {
       }
       // docs-end: rank-buckets
       apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
-                      params.as<float>());
-      update_moving_averages(*tower.stream, moving_average_decay(global_step), params.as<float>(),
-                             averages.as<float>());
+                      vars.params());
+      update_moving_averages(*tower.stream, moving_average_decay(global_step), vars.params(),
+                             vars.averages());
       step.enqueued();
       if (overlap_flags.overlap) allreduce->wait(*comm);
       allreduce->wait(*tower.stream);  // fails rather than hangs
       training.runtime().synchronize();
       step.end(last_rank_loss(job, watchdog, tower, run_step));  // as chapter 5
-      check.after_step(run_step, params.as<float>());
+      check.after_step(run_step, vars.params());
       stop = ranks_agree_to_stop(job, watchdog, training.stop_requested(), run_step);
       if (checkpoints.due(global_step + 1, run_step + 1 == flags.steps || stop)) {
-        checkpoints.save(global_step + 1, inputs[0].position(), watchdog, run_step, tower, params,
-                         averages);
+        checkpoints.save(global_step + 1, inputs.position(), watchdog, run_step, vars);
       }
     }
     training.print_timeline("chapter 6: overlap across ranks");

@@ -18,6 +18,7 @@
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/average.hpp"
+#include "parallel/device_zero_variables.hpp"
 #include "parallel/tower_loss.hpp"
 #include "runtime/graph.hpp"
 
@@ -43,17 +44,10 @@ int main(int argc, char** argv) {
     const std::size_t param_bytes = kNumParameters * sizeof(float);
     // As chapter 3: the variables live on device 0; every other device holds a copy.
     Replica& root = *training.replicas()[0];
-    Buffer averages = root.device->allocate(param_bytes);
     DeviceAverage averager(*root.device, towers);
     Stream& meet = averager.stream();  // where towers meet, and where the graph is launched
-    for (auto& replica : training.replicas()) {
-      meet.copy(replica->params.data(), training.initial_params(), param_bytes, "copy params");
-    }
-    meet.copy(averages.data(), training.initial_averages(), param_bytes, "copy params");
-    meet.synchronize();
-    training.read_params_with(  // parameters, then moving averages, to the host
-        [&](float* out) { meet.copy(out, root.params.data(), param_bytes); meet.synchronize(); },
-        [&](float* out) { meet.copy(out, averages.data(), param_bytes); meet.synchronize(); });
+    DeviceZeroVariables vars(training.replicas(), meet);
+    training.start(vars);  // from --seed, or where a checkpoint stood
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
     // Everything the graph touches is allocated before the capture: a graph cannot allocate.
     // That includes what a stream makes on first use (its cuBLAS handle, on a GPU): the
@@ -78,8 +72,8 @@ int main(int argc, char** argv) {
         tower->stream->record(*tower->done);
       }
       const float* grads = averager.average_gradients();  // waits for each tower: the join
-      apply_gradients(meet, scalars.learning_rate(), grads, root.params.as<float>());
-      update_moving_averages(meet, scalars.decay(), root.params.as<float>(), averages.as<float>());
+      apply_gradients(meet, scalars.learning_rate(), grads, vars.params());
+      update_moving_averages(meet, scalars.decay(), vars.params(), vars.averages());
       for (auto& replica : training.replicas()) {
         if (replica.get() != &root) {
           meet.copy(replica->params.data(), root.params.data(), param_bytes, "broadcast params");

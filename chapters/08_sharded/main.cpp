@@ -15,6 +15,8 @@
 // parameters, and gathers each layer just before it runs, in the forward pass and again in
 // the backward pass (src/parallel/layer_gather.hpp): no all-gather after the update.
 // --zero 0 is chapter 4's step (the all-reduce, every tower updating its whole copy).
+// Who holds what at each stage, and the step that keeps it so, is one type the loop below
+// calls, as chapter 4's loop calls tower_loss: ShardedVariables (src/parallel).
 // Chapter 1's checkpoints and --eval, as in chapter 4: a checkpoint holds the moving
 // averages (and with ZeRO-3 the parameters) whole, the towers' shards put together, and
 // --resume hands each its shards back. With --optimizer momentum|adam it holds their state
@@ -31,34 +33,24 @@
 #include "harness/overlap_trace.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
-#include "harness/shard_reader.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
-#include "model/ops.hpp"
 #include "model/optimizer.hpp"
-#include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
-#include "parallel/allreduce.hpp"
-#include "parallel/buckets.hpp"
-#include "parallel/layer_gather.hpp"
-#include "parallel/tower_loss_batch.hpp"
-#include "parallel/wire_bytes.hpp"
-#include "parallel/zero_gradients.hpp"
+#include "parallel/buckets.hpp"  // kMaxBucketMb
+#include "parallel/sharded_variables.hpp"
+#include "trace/span_names.hpp"
 
 using namespace towers;
 using namespace towers::model;
 
 namespace {
 
-// The moving averages of tower i, whole (ZeRO-0) or its shard only (ZeRO-1..3), gathered
-// into one host copy of all kNumParameters: the same bytes whatever the stage, if the math is.
-std::string hash_of_averages(const std::vector<float*>& averages, const std::vector<Chunk>& held,
-                             const std::vector<Stream*>& streams) {
-  std::vector<float> host(kNumParameters);
-  read_shards(host.data(), kNumParameters, averages, held, streams);
+// 64-bit FNV-1a of `values`, as hex: the summary's averages_hash.
+std::string hash_of(const std::vector<float>& values) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(base::fnv1a64(host.data(), host.size() * sizeof(float))));
+                static_cast<unsigned long long>(base::fnv1a64(values.data(), values.size() * sizeof(float))));
   return hex;
 }
 
@@ -138,83 +130,16 @@ int main(int argc, char** argv) {
     TowerTraining training(flags, probe, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    TowerInputs inputs(training, input_flags);  // resumes with the training
-    constexpr std::size_t kAll = kNumParameters;
-    // The ring on every backend, for both stages: --zero 0 and --zero 1 then add the same
-    // numbers in the same order, and end with the same bits.
-    std::vector<int> device_of_tower;
-    for (const auto& tower : towers) device_of_tower.push_back(tower->device->index());
-    // Only the collective the stage uses, so the ledger's communication line is its own.
+    TowerInputs inputs(training, input_flags);
     // Every copy between two devices is counted in `wire` (bytes on the wire).
     WireBytes wire;
-    std::unique_ptr<AllReduce> allreduce;
-    std::unique_ptr<ShardedCollectives> halves;
-    if (zero == 0) allreduce = make_ring_allreduce(training.runtime(), device_of_tower, kAll, &wire);
-    if (zero >= 1) halves = make_ring_collectives(training.runtime(), device_of_tower, kAll, &wire);
-
-    // docs-begin: sharded-state
-    // Who holds what. Moving averages: whole with --zero 0; from --zero 1 on only the
-    // shard the tower owns after the reduce-scatter (halves->shard), 1/N of them.
-    // --optimizer's own state (momentum's velocity, Adam's moments) covers the same range.
-    // Gradients: whole with --zero 0 and 1; from --zero 2 on the tower keeps the shard
-    // (grad_shard): with --zero 2 it holds one bucket whole at a time (BucketedGradients),
-    // with --zero 3 the whole buffer during the step (TransientGradients; both buffers are
-    // made at the first step and reused, not freed each step). Parameters:
-    // whole up to --zero 2; with --zero 3 the shard only, each layer gathered when used.
-    std::vector<float*> params, averages, grad_shard;
-    std::vector<Stream*> streams;
-    std::vector<Chunk> held;  // the range of the sharded state tower i keeps
-    std::vector<Buffer> owned;
-    TransientGradients whole_grads(towers, zero == 3);
-    std::unique_ptr<BucketedGradients> bucketed;
-    if (zero == 2) bucketed = std::make_unique<BucketedGradients>(towers, *halves, bucket_mb);
-    std::vector<OptimizerState> optimizers;  // --optimizer's own state for the same range
-    optimizers.reserve(num_gpus);
-    for (int i = 0; i < num_gpus; ++i) {
-      Tower& tower = *towers[i];
-      held.push_back(zero == 0 ? Chunk{0, kAll} : halves->shard(kAll, i));
-      const Chunk kept = zero == 3 ? held[i] : Chunk{0, kAll};  // of the parameters
-      owned.push_back(tower.device->allocate(kept.size * sizeof(float), MemoryCategory::kParameters));
-      params.push_back(owned.back().as<float>());
-      owned.push_back(tower.device->allocate(held[i].size * sizeof(float),
-                                             MemoryCategory::kOptimizerState));
-      averages.push_back(owned.back().as<float>());
-      if (zero >= 2) {
-        owned.push_back(tower.device->allocate(held[i].size * sizeof(float),
-                                               MemoryCategory::kGradients));
-        grad_shard.push_back(owned.back().as<float>());
-      }
-      optimizers.emplace_back(optimizer, *tower.device, *tower.stream, held[i].size);
-      if (const float* resumed = training.initial_optimizer_state()) {  // else zeroes
-        optimizers[i].restore(*tower.stream, resumed, kAll, held[i].offset);
-      }
-      streams.push_back(tower.stream.get());
-      // From --seed, or the resumed checkpoint's: this tower's range of them (all of the
-      // parameters below --zero 3).
-      tower.stream->copy(params[i], training.initial_params() + kept.offset,
-                         kept.size * sizeof(float), "copy params");
-      tower.stream->copy(averages[i], training.initial_averages() + held[i].offset,
-                         held[i].size * sizeof(float), "copy averages");
-    }
-    std::unique_ptr<LayerGather> gather;
-    if (zero == 3) {
-      gather = std::make_unique<LayerGather>(
-          towers, std::vector<const float*>(params.begin(), params.end()), held, &wire,
-          gather_prefetch);
-    }
-    // docs-end: sharded-state
-    training.runtime().synchronize();
-    // Checkpoints, --save-params and --eval need the parameters and the averages whole:
-    // with --zero 3 each tower's parameter shard, put together (below, tower 0's copy).
-    const std::vector<Chunk> params_held =
-        zero == 3 ? held : std::vector<Chunk>(num_gpus, Chunk{0, kAll});
-    training.read_params_with(
-        [&](float* out) { read_shards(out, kAll, params, params_held, streams); },
-        [&](float* out) { read_shards(out, kAll, averages, held, streams); });
-    // And the velocity or moments, for checkpoints: sharded like the averages.
-    training.read_optimizer_state_with(
-        [&](float* out) { read_optimizer_shards(out, kAll, optimizers, held, streams); });
-    ParameterCheck check(towers, kAll, check_flags, flags.steps);
+    // Who holds what, stage by stage, is ShardedVariables' (src/parallel/sharded_variables).
+    ShardedVariables sharded(training.runtime(), towers,
+                             {.stage = zero, .optimizer = optimizer, .bucket_mb = bucket_mb,
+                              .gather_prefetch = gather_prefetch},
+                             &wire);
+    training.start(sharded, &inputs);  // from --seed, or the shards of a checkpoint
+    ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
     PipelineTrace pipeline;
     // ZeRO-3: how much of the layer gathers' time the same device spent computing too
     // (chapter 6's measure, for the gathers instead of the all-reduce).
@@ -224,80 +149,42 @@ int main(int argc, char** argv) {
       gathers.collect(events);
     });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
-    int steps_run = 0;
 
     for (int run_step = 0; run_step < flags.steps && !training.stop_requested(); ++run_step) {
       StepScope step = training.step(run_step);
       const std::int64_t global_step = step.global_step();  // counts from --resume's step
-      const std::vector<float*> grads = whole_grads.begin_step();  // none with --zero 2
-      std::vector<data::Batch> batches;  // --zero 2: read until every bucket is computed
-      for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop; ZeRO-3 gathers layers
+      // docs-begin: sharded-step
+      std::vector<data::Batch> batches;  // read until the backward passes are done
+      for (int i = 0; i < num_gpus; ++i) {  // chapter 4's tower loop
         Tower& tower = *towers[i];
-        const data::Batch batch = inputs[i].next();
+        batches.push_back(inputs[i].next());
         step.probe(tower);
-        tower.stream->wait(*batch.ready);
-        if (zero == 3) {
-          tower_loss(tower, gather->hooks(i), batch);
-        } else if (zero == 2) {
-          tower_forward(tower, params[i], batch);  // the backward pass follows, by bucket
-          batches.push_back(batch);
-          continue;
-        } else {
-          tower_loss(tower, params[i], batch);
-        }
-        inputs[i].release(batch, *tower.stream);
+        tower.stream->wait(*batches[i].ready);
+        sharded.tower_loss(i, batches[i]);  // ZeRO-2: the forward pass; ZeRO-3 gathers layers
       }
-      if (zero == 2) {  // every tower's backward pass, each bucket reduce-scattered in it
-        bucketed->backward(std::vector<const float*>(params.begin(), params.end()), grad_shard,
-                           streams);
-        for (int i = 0; i < num_gpus; ++i) inputs[i].release(batches[i], *streams[i]);
-      }
-      const float lr = learning_rate(global_step, steps_per_decay);
-      const float decay = moving_average_decay(global_step);
-      // docs-begin: sharded-update
-      if (zero == 0) {  // chapter 4: all-reduce, every tower updates its whole copy
-        allreduce->average(grads, kAll, streams);
-        for (int i = 0; i < num_gpus; ++i) {
-          optimizers[i].apply(*streams[i], global_step, lr, grads[i], params[i]);
-          update_moving_averages(*streams[i], decay, params[i], averages[i]);
-        }
-      } else {  // ZeRO-1/2/3: the update between the all-reduce's two halves
-        // Tower i: the mean of its shard only (--zero 2: already, bucket by bucket).
-        if (zero != 2) halves->reduce_scatter(grads, kAll, streams);
-        for (int i = 0; i < num_gpus; ++i) {
-          const Chunk mine = halves->shard(kAll, i);
-          const int n = static_cast<int>(mine.size);
-          if (zero == 3) {  // keep the shard; the whole buffer goes at the step's end
-            streams[i]->copy(grad_shard[i], grads[i] + mine.offset, mine.size * sizeof(float),
-                             "keep gradient shard");
-          }
-          float* g = zero >= 2 ? grad_shard[i] : grads[i] + mine.offset;
-          float* p = zero == 3 ? params[i] : params[i] + mine.offset;
-          optimizers[i].apply(*streams[i], global_step, lr, g, p);
-          ops::ema_update(*streams[i], n, decay, p, averages[i]);
-        }
-        // Every tower gets every updated shard; ZeRO-3 gathers each layer when it runs.
-        if (zero < 3) halves->all_gather(params, kAll, streams);
-      }
-      // docs-end: sharded-update
+      sharded.backward();  // ZeRO-2: the backward passes, each bucket reduce-scattered in them
+      for (int i = 0; i < num_gpus; ++i) inputs[i].release(batches[i], *towers[i]->stream);
+      // Where the towers meet: the all-reduce's two halves with the update between them.
+      sharded.update(global_step, learning_rate(global_step, steps_per_decay),
+                     moving_average_decay(global_step));
+      // docs-end: sharded-step
       step.enqueued();
       training.runtime().synchronize();
       step.end(towers.back()->losses.as<float>()[kTotalLoss]);
-      if (zero < 3) check.after_step(run_step, params);  // ZeRO-3: no copies to compare
-      ++steps_run;
+      if (zero < 3) check.after_step(run_step, sharded.params());  // ZeRO-3: no copies
     }
-    const std::string collectives = zero == 0   ? "allreduce"
-                                    : zero < 3  ? "reduce_scatter+all_gather"
-                                                : "reduce_scatter+layer_gathers";
+    // Every moving average, put together from the shards: the same bits at every stage.
+    TrainingState whole;
+    sharded.state_to_host(whole);
     Summary extra;
     extra.add("zero", zero)
         .add("optimizer", optimizer_name(optimizer))
-        .add("collectives", collectives)
+        .add("collectives", sharded.collectives())
         .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
         .add("param_checks", check.checks())
-        .add("averages_hash", hash_of_averages(averages, held, streams));
+        .add("averages_hash", hash_of(whole.moving_averages));
     if (zero == 2) {
-      extra.add("gradient_buckets", static_cast<long long>(bucketed->buckets().size()));
+      extra.add("gradient_buckets", static_cast<long long>(sharded.gradient_buckets()));
     }
     if (zero == 3) {
       extra.add("gather_prefetch", std::string(gather_prefetch ? "on" : "off"))
@@ -306,9 +193,9 @@ int main(int argc, char** argv) {
     }
     extra.append(report_zero(training.runtime(), static_cast<int>(training.replicas().size()),
                              num_gpus, zero, optimizer_state_bytes(optimizer),
-                             bucketed ? bucketed->largest_bucket() : kAll, wire.total(),
-                             steps_run));
-    return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")", collectives,
-                           extra);
+                             sharded.largest_gradient_block(), wire.total(),
+                             training.steps_run()));
+    return training.finish("chapter 8: sharded (ZeRO-" + std::to_string(zero) + ")",
+                           sharded.collectives(), extra);
   });
 }

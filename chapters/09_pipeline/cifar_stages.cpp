@@ -23,7 +23,6 @@
 #include <memory>
 
 #include "base/usage_error.hpp"
-#include "cli/graceful_stop.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
@@ -35,19 +34,21 @@
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "parallel/stage_variables.hpp"
 
 namespace towers {
 namespace {
 
 using model::Network;
 
-// One stage: its layers, its device and stream, its variables and its micro-batches.
+// One stage: its layers, its device and stream, its gradients and its micro-batches (its
+// variables are StageVariables').
 struct ModelStage {
   StageLayers layers;
   ParameterRange range;  // its variables in the flat buffer
   Device* device = nullptr;
   std::unique_ptr<Stream> stream;
-  Buffer params, averages, grad_sum, micro_grads;    // [kNumParameters]; only `range` is used
+  Buffer grad_sum, micro_grads;                      // [kNumParameters]; only `range` is used
   std::vector<std::unique_ptr<Network>> slots;       // the activations of micro-batches in flight
   std::vector<Buffer> activations_in, gradients_in;  // mailboxes, one per micro-batch
   std::vector<std::unique_ptr<Event>> forward_done, backward_done;  // per micro-batch
@@ -97,17 +98,6 @@ std::size_t output_bytes(int layer, int micro_batch) {
          Network::layer_output_floats(layer);
 }
 
-// Each stage's own range of `buffer` (params or averages), put together into `out`
-// (kNumParameters floats, host): every variable is owned by exactly one stage.
-void read_ranges(std::vector<ModelStage>& stages, Buffer ModelStage::*buffer, float* out) {
-  for (auto& stage : stages) {
-    if (stage.range.count == 0) continue;
-    stage.stream->copy(out + stage.range.offset, (stage.*buffer).as<float>() + stage.range.offset,
-                       stage.range.count * sizeof(float));
-  }
-  for (auto& stage : stages) stage.stream->synchronize();
-}
-
 std::string joined(const std::vector<double>& values, int decimals) {
   std::string text;
   char number[32];
@@ -119,6 +109,18 @@ std::string joined(const std::vector<double>& values, int decimals) {
 }
 
 }  // namespace
+
+TrainingFlags training_flags(const CifarPipelineFlags& flags) {
+  TrainingFlags training;
+  training.steps = flags.steps;
+  training.seed = flags.seed;
+  training.data_dir = flags.data_dir;
+  training.layout.batch_size = flags.batch_size;
+  training.save_params = flags.save_params;
+  training.checkpoints = flags.checkpoints;
+  training.log_every = 1;  // a line every step: a pipeline's steps are few and slow
+  return training;
+}
 
 void refuse_cifar_flags_in_synthetic(const CLI::App& app) {
   for (const char* flag : {"--split", "--batch-size", "--steps", "--seed", "--data-dir",
@@ -172,21 +174,22 @@ std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSche
 
 int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const PipelineShape& shape,
                        const std::vector<StageLayers>& split, const CifarPipelineFlags& flags,
-                       const CheckpointDir& checkpoints, const TraceFiles& trace_files) {
+                       TrainingRun& run, const TraceFiles& trace_files) {
   const int p = shape.stages, m = shape.micro_batches;
   const int b = flags.batch_size / m;  // images per micro-batch
   // One thread per op, as every simulated device gets: the bits then do not depend on
   // the machine, and chapter 1 with --host-threads 1 computes the same ones.
   ops::set_host_op_threads(1);
-  // The input and the state first: a checkpoint of another --batch-size or --seed is
-  // refused here, before the stages are built.
+  // The input first: a checkpoint of another --batch-size or --seed is refused before
+  // the stages are built.
   data::Dataset train = load_training_set(flags.data_dir);
   InputQueue queue(train, flags.batch_size, flags.seed);
-  const model::TrainingState start = starting_state(checkpoints, queue, flags.seed);
+  run.restore_input(queue);
   const std::size_t param_bytes = model::kNumParameters * sizeof(float);
 
   std::vector<ModelStage> stages(static_cast<std::size_t>(p));
-  const DrainStreams drain_stages(stages);
+  StageVariables vars;  // where the variables live: a range per stage
+  const DrainStreams drain_stages(stages);  // after the buffers: it goes before them
   std::vector<StageStream> stage_streams;
   std::vector<std::vector<StageOp>> schedules;
   for (int s = 0; s < p; ++s) try {  // a device too small is refused in this program's flags
@@ -197,12 +200,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     stage.stream = stage.device->create_stream();
     stage_streams.push_back({stage.device->index(), stage.stream->index()});
     schedules.push_back(stage_schedule(schedule, shape, s));
-    stage.params = stage.device->allocate(param_bytes, MemoryCategory::kParameters);
-    stage.averages = stage.device->allocate(param_bytes, MemoryCategory::kOptimizerState);
+    vars.add_stage(*stage.device, *stage.stream, stage.range);
     stage.grad_sum = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
     stage.micro_grads = stage.device->allocate(param_bytes, MemoryCategory::kGradients);
-    stage.stream->copy(stage.params.data(), start.params.data(), param_bytes);
-    stage.stream->copy(stage.averages.data(), start.moving_averages.data(), param_bytes);
     const int slots = peak_stashed_activations(schedules[s]);
     for (int i = 0; i < slots; ++i) {
       stage.slots.push_back(std::make_unique<Network>(*stage.device, b));
@@ -224,7 +224,8 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
                                 ", micro-batches of " + std::to_string(b) + " images",
                          schedule, p, runtime.device_count());
   }
-  for (auto& stage : stages) stage.stream->synchronize();
+  // From --seed, or the resumed checkpoint's (its input restored above); Ctrl-C from here.
+  run.start(vars, &queue, flags.batch_size, 1, "cross-entropy");
   std::printf(
       "the CIFAR-10 model in %d stage(s) on %d %s device(s), %d micro-batch(es) of %d "
       "image(s), schedule %s, --split %s\n",
@@ -262,7 +263,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     stream.set_tower(mb);
     Network& net = *stage.slots[mb % stage.slots.size()];
     const auto [from, to] = stage.layers;
-    const float* params = stage.params.as<float>();
+    const float* params = vars.params(s);
     if (op.pass == Pass::kForward) {
       if (s > 0) {  // the activations the stage before sent, into this slot's input
         stream.wait(*stages[s - 1].forward_done[mb]);
@@ -306,11 +307,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   std::vector<double> busy_ms(p, 0.0);
   double window_ms = 0, step_ms = 0, cross_entropy = 0;
   std::vector<TraceEvent> all_events;
-  std::int64_t global_step = start.global_step;  // counts on from a resumed checkpoint
-  int steps_run = 0;
-  GracefulStop stop;  // Ctrl-C: finish this step, save, then exit
-  for (int step = 0; step < flags.steps; ++step) {
+  for (int step = 0; step < flags.steps && !run.stopping(); ++step) {
     const auto step_start = std::chrono::steady_clock::now();
+    const std::int64_t global_step = run.first_global_step() + step;  // resumes count on
     runtime.trace().set_step(step);
     queue.dequeue(host_images.as<float>(), host_labels.as<std::int32_t>());
     first.stream->copy(images.data(), host_images.data(), images.bytes(), "copy images");
@@ -325,42 +324,26 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     // waits for another here, and nothing crosses stages but activations and gradients.
     const float lr = model::learning_rate(global_step, steps_per_decay);
     const float decay = model::moving_average_decay(global_step);
-    for (auto& stage : stages) {
+    for (int s = 0; s < p; ++s) {
+      ModelStage& stage = stages[s];
       if (stage.range.count == 0) continue;
       const int count = static_cast<int>(stage.range.count);
       float* sum = stage.grad_sum.as<float>() + stage.range.offset;
       model::finish_gradient_mean(*stage.stream, count, m, sum);
-      float* params = stage.params.as<float>() + stage.range.offset;
+      float* params = vars.params(s) + stage.range.offset;
       model::apply_gradients_range(*stage.stream, lr, count, sum, params);
-      ops::ema_update(*stage.stream, count, decay, params,
-                      stage.averages.as<float>() + stage.range.offset);
+      ops::ema_update(*stage.stream, count, decay, params, vars.averages(s) + stage.range.offset);
     }
     for (auto& stage : stages) stage.stream->synchronize();
-    step_ms +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start).count();
+    const double step_seconds = seconds_since(step_start);
+    step_ms += 1000.0 * step_seconds;
     // The loss: cross-entropy only. The weight-decay term reads local3's and local4's
     // weights, which the last stage does not own (its copy of them is never updated).
     cross_entropy = 0;
     for (int mb = 0; mb < m; ++mb) cross_entropy += host_losses.as<float>()[mb * model::kLossCount];
     cross_entropy /= m;
-    std::printf("step %lld, cross-entropy = %.4f\n", static_cast<long long>(global_step),
-                cross_entropy);
-    std::fflush(stdout);  // a reader of a pipe (a test waiting to kill it) sees each step
-    ++steps_run;
-    ++global_step;  // steps taken, as a checkpoint counts them
-    // Read once: a signal after this line stops the run after the next step, which saves.
-    const bool stopping = stop.requested();
-    const bool last_step = step + 1 == flags.steps || stopping;
-    if (checkpoints.due(global_step, last_step)) {  // chapter 1's cadence
-      model::TrainingState state{.global_step = global_step,
-                                 .params = std::vector<float>(model::kNumParameters),
-                                 .moving_averages = std::vector<float>(model::kNumParameters),
-                                 .input = queue.position()};
-      read_ranges(stages, &ModelStage::params, state.params.data());
-      read_ranges(stages, &ModelStage::averages, state.moving_averages.data());
-      std::printf("saved %s\n", checkpoints.save(state).string().c_str());
-      std::fflush(stdout);
-    }
+    // The log line, the divergence check, a checkpoint when due (chapter 1's cadence).
+    run.end_step(step, static_cast<float>(cross_entropy), step_seconds);
     const std::vector<TraceEvent> events = runtime.trace().collect();
     runtime.trace().clear();
     const StageBusy busy = stage_busy(events, stage_streams);
@@ -369,10 +352,9 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
     if (!trace_files.json.empty() || !trace_files.svg.empty()) {
       all_events.insert(all_events.end(), events.begin(), events.end());
     }
-    if (stopping) break;
   }
   // Means over the steps run: --steps, or fewer after Ctrl-C.
-  const int mean_over = std::max(1, steps_run);
+  const int mean_over = std::max(1, run.steps_run());
   window_ms /= mean_over;
   step_ms /= mean_over;
   for (double& ms : busy_ms) ms /= mean_over;
@@ -387,14 +369,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   std::printf(
       "\nthe slowest stage, %d (%s), was busy %.0f%% of the step (%.1f ms): it sets the pace\n",
       slowest, stage_name(split[slowest]).c_str(), 100.0 * busy_ms[slowest] / window_ms, window_ms);
-  bool written = true;
-  if (!flags.save_params.empty()) {
-    written &= write_output([&] {
-      std::vector<float> params(model::kNumParameters);
-      read_ranges(stages, &ModelStage::params, params.data());
-      save_params_file(flags.save_params, static_cast<long long>(global_step), params.data());
-    });
-  }
+  bool written = run.write_save_params();
   if (!all_events.empty()) {
     written &= write_output([&] {
       write_trace_files(trace_files, all_events, "chapter 9: the CIFAR-10 model in stages");
@@ -407,16 +382,16 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   for (const auto& stage : stages) {
     slots += (slots.empty() ? "" : ",") + std::to_string(stage.slots.size());
   }
-  Summary()
-      .add("backend", std::string(to_string(runtime.backend())))
+  Summary summary;
+  summary.add("backend", std::string(to_string(runtime.backend())))
       .add("devices", runtime.device_count())
       .add("model", "cifar")
       .add("schedule", to_string(schedule))
       .add("stages", p)
       .add("micro_batches", m)
       .add("batch_size", flags.batch_size)
-      .add("steps", steps_run)
-      .add("global_step", static_cast<long long>(global_step))
+      .add("steps", run.steps_run())
+      .add("global_step", static_cast<long long>(run.global_step()))
       .add("split", p > 1 ? split_flag(split) : "none")
       .add("stage_layers", stage_layers)
       .add("activation_slots", slots)
@@ -424,11 +399,10 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("slowest_stage", slowest)
       .add("trace_ms", window_ms, 1)
       .add("step_ms", step_ms, 1)
-      .add("final_cross_entropy", cross_entropy, 4)
-      .append(stop.requested() ? Summary().add("stopped_by", std::string(stop.signal_name()))
-                               : Summary())
-      .print();
-  return stop.exit_status(written ? 0 : 1);
+      .add("final_cross_entropy", cross_entropy, 4);
+  const int status = run.exit_status(written, summary);
+  summary.print();
+  return status;
 }
 
 }  // namespace towers

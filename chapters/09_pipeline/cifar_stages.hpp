@@ -9,6 +9,7 @@
 
 #include "cli/options.hpp"
 #include "harness/checkpoint_dir.hpp"
+#include "harness/training_run.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/pipeline_split.hpp"
 #include "runtime/runtime.hpp"
@@ -26,6 +27,10 @@ struct CifarPipelineFlags {
   CheckpointFlags checkpoints;  ///< chapter 1's --checkpoint-dir, --resume, ...
 };
 
+/// The run's flags (TrainingRun's) from --model cifar's: its steps, seed, data, batch,
+/// --save-params and checkpoint flags; a log line every step.
+TrainingFlags training_flags(const CifarPipelineFlags& flags);
+
 /// The flags that need the real model (--split, --batch-size, --steps, --seed,
 /// --data-dir, --save-params and the checkpoint flags): throws UsageError for the first
 /// one given to --model synthetic, saying to add --model cifar.
@@ -41,13 +46,14 @@ std::vector<StageLayers> cifar_split_or_refuse(const CLI::App& app, PipelineSche
                                                bool skip_waits);
 
 /// Trains `flags.steps` steps with the model cut at `split` into shape.stages stages,
-/// prints per-stage busy time and the summary; returns the exit status. Starts from
-/// `checkpoints`' resumed state (parameters, moving averages, input position, global
-/// step) when there is one, and saves a checkpoint when one is due, chapter 1's cadence:
-/// the stages' ranges put together, so a checkpoint is the one chapter 1 --accumulate m
-/// writes after the same steps, and either program resumes it.
+/// prints per-stage busy time and the summary; returns the exit status. The variables are
+/// a range per stage (StageVariables); `run`, made from training_flags(flags) before any
+/// device work, starts them from its resumed state (parameters, moving averages, input
+/// position, global step) when there is one, and saves a checkpoint when one is due,
+/// chapter 1's cadence: the stages' ranges put together, so a checkpoint is the one
+/// chapter 1 --accumulate m writes after the same steps, and either program resumes it.
 int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const PipelineShape& shape,
                        const std::vector<StageLayers>& split, const CifarPipelineFlags& flags,
-                       const CheckpointDir& checkpoints, const TraceFiles& trace_files);
+                       TrainingRun& run, const TraceFiles& trace_files);
 
 }  // namespace towers

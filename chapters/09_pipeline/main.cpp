@@ -161,10 +161,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(unsigned_64());  // "-1" wrapped to 2^64 - 1 unchecked
   app.add_option("--data-dir", cifar.data_dir,
                  "--model cifar: CIFAR-10 binaries (default: the embedded synthetic set)");
-  app.add_option("--save-params", cifar.save_params,
-                 "--model cifar: write the final parameters here, to compare with "
-                 "01_single_gpu --accumulate m (cmp)")
-      ->check(writable_file());
+  add_save_params_flag(app, cifar.save_params,
+                       " (--model cifar: the same bytes as 01_single_gpu --accumulate m's)");
   add_checkpoint_flags(app, cifar.checkpoints);  // chapter 1's, for --model cifar
   app.add_flag("--skip-waits", skip_waits,
                "for tests: stages do not wait for each other's activations and gradients "
@@ -178,10 +176,10 @@ int main(int argc, char** argv) {
     }
     const bool real_model = model_name == "cifar";
     std::vector<StageLayers> split;
-    std::optional<CheckpointDir> checkpoints;  // settled and locked before any device work
+    std::unique_ptr<TrainingRun> run;  // --checkpoint-dir settled before any device work
     if (real_model) {
       split = cifar_split_or_refuse(app, schedule, shape, cifar, probe, skip_waits);
-      checkpoints.emplace(cifar.checkpoints);
+      run = std::make_unique<TrainingRun>(training_flags(cifar));
     } else {
       refuse_cifar_flags_in_synthetic(app);
     }
@@ -194,7 +192,7 @@ int main(int argc, char** argv) {
     }
     auto runtime = Runtime::create(runtime_options);
     if (real_model) {
-      return run_cifar_pipeline(*runtime, schedule, shape, split, cifar, *checkpoints, trace_files);
+      return run_cifar_pipeline(*runtime, schedule, shape, split, cifar, *run, trace_files);
     }
 
     // Stage s: its device, its stream, its schedule.

@@ -80,10 +80,8 @@ int main(int argc, char** argv) {
       streams.push_back(tower->stream.get());
     }
     TensorSlices slices(devices, streams);
-    slices.take_back(training.initial_params(), training.initial_averages());
     // Checkpoints, --save-params and --eval: the slices put together, chapter 1's layout.
-    training.read_params_with([&](float* out) { slices.put_together(out, nullptr); },
-                              [&](float* out) { slices.put_together(nullptr, out); });
+    training.start(slices);
     // docs-end: tensor-slices
     TensorSplit split(training.runtime(), towers, slices, mode, collectives);
     print_tensor_layout(split, slices);

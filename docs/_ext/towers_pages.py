@@ -148,7 +148,7 @@ class LayersDirective(SphinxDirective):
         spec.loader.exec_module(checker)
         layers_path = root / "src" / "LAYERS"
         self.env.note_dependency(str(layers_path))
-        ranks, allowed = checker.read_layers(str(layers_path))
+        ranks, allowed, forbidden = checker.read_layers(str(layers_path))
         counts = checker.files_per_prefix(str(root), ranks)
         table = nodes.table(classes=["towers-layers"])
         group = nodes.tgroup(cols=3)
@@ -172,7 +172,10 @@ class LayersDirective(SphinxDirective):
         note = nodes.paragraph(text=(
             f"{len(set(ranks.values()))} layers; "
             + (f"{len(allowed)} allowed exception(s) listed in src/LAYERS." if allowed
-               else "no exception to the order.")))
+               else "no exception to the order.")
+            + (" Whatever the order, " + "; ".join(f"{who} includes no {what}"
+                                                  for who, what in forbidden) + "."
+               if forbidden else "")))
         return [table, note]
 
 

@@ -172,25 +172,4 @@ std::string missing_input_note(const model::TrainingState& state, const std::str
          " has no input position: the input starts again at epoch 0\n";
 }
 
-model::TrainingState starting_state(const CheckpointDir& checkpoints, InputQueue& queue,
-                                    std::uint64_t seed) {
-  if (!checkpoints.resumed()) {
-    model::TrainingState fresh;
-    fresh.params.resize(model::kNumParameters);
-    model::initialize_parameters(seed, fresh.params.data());
-    fresh.moving_averages = fresh.params;
-    return fresh;
-  }
-  model::TrainingState state = *checkpoints.resumed();
-  std::printf("resumed from %s at step %lld\n", checkpoints.resumed_from().c_str(),
-              static_cast<long long>(state.global_step));
-  // The input continues where it stood, so resuming is the same as never stopping.
-  if (state.input) {
-    queue.restore(*state.input);
-  } else {
-    std::printf("%s", missing_input_note(state, checkpoints.resumed_from().string()).c_str());
-  }
-  return state;
-}
-
 }  // namespace towers

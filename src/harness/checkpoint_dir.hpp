@@ -88,19 +88,11 @@ class CheckpointDir {
   std::filesystem::path resumed_from_;
 };
 
-/// The state a run with one global-batch queue starts from (chapters 1 and 9): the
-/// resumed checkpoint's, said aloud ("resumed from FILE at step N") and with `queue`
-/// restored to its input position, so that the run dequeues exactly the batches an
-/// uninterrupted one would have; or, with nothing to resume, step 0 with the parameters
-/// of `seed` and moving averages equal to them. Throws UsageError (InputQueue::restore's
-/// words, naming the flag that differs) when the input cannot continue.
 /// The note a resume prints when `state` (read from `file`) has no input position, saying
 /// why and what restarts: a --save-params file (parameters only: the moving averages start
 /// again from them and the input from epoch 0) or a format 1 checkpoint (the input starts
 /// again at epoch 0).
 std::string missing_input_note(const model::TrainingState& state, const std::string& file);
 
-model::TrainingState starting_state(const CheckpointDir& checkpoints, InputQueue& queue,
-                                    std::uint64_t seed);
 
 }  // namespace towers

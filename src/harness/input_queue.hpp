@@ -14,11 +14,12 @@
 
 #include "data/cifar10.hpp"
 #include "data/input_position.hpp"
+#include "harness/input_source.hpp"
 
 namespace towers {
 
 /// Shuffled, distorted global batches from a training set. Introduced in chapter 1.
-class InputQueue {
+class InputQueue : public InputSource {
  public:
   /// Batches of `global_batch` examples of `train` (kept by reference), shuffled and
   /// distorted with randomness derived from `seed`.
@@ -30,13 +31,13 @@ class InputQueue {
 
   /// Where the queue stands: what a checkpoint stores so that a resumed run dequeues
   /// exactly the batches an uninterrupted run would have.
-  data::InputPosition position() const;
+  data::InputPosition position() const override;
 
   /// Continues from `saved`, a position() of a queue (or of the towers' iterators) over the
   /// same training set, global batch and seed. Throws UsageError with data::steps_before()'s
   /// words, saying which flag differs from the checkpoint, when they do not match, or when
   /// `saved` is not the start of a global batch of its epoch (a damaged record).
-  void restore(const data::InputPosition& saved);
+  void restore(const data::InputPosition& saved) override;
 
  private:
   void shuffle();

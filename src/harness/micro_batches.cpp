@@ -45,14 +45,4 @@ std::string micro_batch_problem(int batch_size, int micro_batches, const std::st
          "micro-batches; choose a batch size divisible by it";
 }
 
-void save_params_file(const std::string& file, long long global_step, const float* params) {
-  model::TrainingState state;
-  state.global_step = global_step;
-  state.params.assign(params, params + model::kNumParameters);
-  check_parameters(state.params.data(), global_step - 1);
-  state.moving_averages = state.params;
-  model::save_checkpoint_file(file, state);
-  std::printf("saved parameters to %s\n", file.c_str());
-}
-
 }  // namespace towers

@@ -26,9 +26,4 @@ float mean_total_loss(const float* host_losses, int micro_batches);
 /// equal micro-batches; empty when it can. `flag` names the flag that sets m.
 std::string micro_batch_problem(int batch_size, int micro_batches, const std::string& flag);
 
-/// --save-params: writes `params` ([kNumParameters], host) as a checkpoint file after
-/// `global_step` steps, with the moving averages equal to the parameters and no input
-/// position, as chapters 2-6 write it, so that runs of different chapters compare with cmp.
-void save_params_file(const std::string& file, long long global_step, const float* params);
-
 }  // namespace towers

@@ -10,7 +10,7 @@
 // checkpoint; a save that fails ends the job at once, since the other ranks must not wait
 // for rank 0. The evaluation itself is TowerTraining's (its moving averages after the
 // last step): evaluate_here() says which rank sets TrainingFlags::eval.
-// Used from one host thread of every rank; the constructor, resume_input() and save()
+// Used from one host thread of every rank; the constructor and save()
 // are collectives or follow one, so every rank calls them in the same order.
 // Introduced in chapter 5.
 #pragma once
@@ -24,6 +24,7 @@
 #include "data/input_position.hpp"
 #include "harness/checkpoint_dir.hpp"
 #include "harness/tower_training.hpp"
+#include "parallel/placement.hpp"
 #include "model/checkpoint.hpp"
 #include "mpi/mpi_job.hpp"
 #include "mpi/watchdog.hpp"
@@ -56,18 +57,9 @@ class RankCheckpoints {
   /// Whether this rank evaluates with --eval (rank 0: one line and one summary key for
   /// the job; the ranks' moving averages are equal). Set TrainingFlags::eval from it.
   bool evaluate_here() const { return eval_ && job_.rank() == 0; }
-  /// The global step the job starts at: 0, or the resumed checkpoint's.
-  std::int64_t first_step() const { return resumed_ ? resumed_->global_step : 0; }
-  /// The resumed parameters (kNumParameters), or null when the job starts from --seed.
-  const float* resumed_params() const { return resumed_ ? resumed_->params.data() : nullptr; }
-  /// The resumed moving averages (kNumParameters), or null when the job starts from --seed.
-  const float* resumed_averages() const { return resumed_ ? resumed_->moving_averages.data() : nullptr; }
-
-  /// Says where the job resumed from, has `training` count global steps from there, and
-  /// returns the global batch every rank's iterator starts at (data::steps_before of the
-  /// checkpoint's input position, for `ranks` towers of the run's batch): 0 for a fresh
-  /// start. Throws UsageError on every rank alike when the input cannot continue.
-  std::int64_t resume_input(TowerTraining& training, int ranks) const;
+  /// Has `training` start from the checkpoint rank 0 resumed, on every rank alike (its
+  /// variables and its input; nothing for a fresh start). Call before training.start().
+  void resume(TowerTraining& training) const;
 
   /// True when a checkpoint is due after `steps_taken` global steps (CheckpointDir::due's
   /// rule), on every rank: every rank takes part in a save.
@@ -76,10 +68,10 @@ class RankCheckpoints {
   }
   /// A collective at a due step: gathers the ranks' input positions (`mine`, each rank's
   /// iterator's) under `watchdog` as the collective of `run_step`, and rank 0 writes
-  /// model.ckpt-`steps_taken` from its `params` and `averages` (device memory of `tower`,
-  /// kNumParameters floats each). A save that fails aborts the job with the reason.
+  /// model.ckpt-`steps_taken` of its `variables` (save_state: the one save). A save that
+  /// fails aborts the job with the reason.
   void save(std::int64_t steps_taken, const data::InputPosition& mine, Watchdog& watchdog,
-            int run_step, Tower& tower, const Buffer& params, const Buffer& averages) const;
+            int run_step, Placement& variables) const;
 
  private:
   const MpiJob& job_;

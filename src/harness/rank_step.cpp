@@ -9,33 +9,6 @@
 
 namespace towers {
 
-RankVariables start_rank_variables(TowerTraining& training, Tower& tower,
-                                   const RankCheckpoints& checkpoints) {
-  const std::size_t param_bytes = model::kNumParameters * sizeof(float);
-  RankVariables vars{tower.device->allocate(param_bytes), tower.device->allocate(param_bytes)};
-  const float* start = checkpoints.resumed_params();
-  tower.stream->copy(vars.params.data(), start ? start : training.initial_params(), param_bytes,
-                     "copy params");
-  start = checkpoints.resumed_averages();
-  tower.stream->copy(vars.averages.data(), start ? start : training.initial_params(), param_bytes,
-                     "copy params");
-  training.runtime().synchronize();
-  // The buffers' device memory stays where it is when `vars` is moved out of here.
-  Stream& stream = *tower.stream;
-  void* params = vars.params.data();
-  void* averages = vars.averages.data();
-  training.read_params_with(  // parameters, then moving averages (--eval), to the host
-      [&stream, params, param_bytes](float* out) {
-        stream.copy(out, params, param_bytes);
-        stream.synchronize();
-      },
-      [&stream, averages, param_bytes](float* out) {
-        stream.copy(out, averages, param_bytes);
-        stream.synchronize();
-      });
-  return vars;
-}
-
 void merge_rank_traces(TowerTraining& training, const MpiJob& job) {
   const double clock_offset = clock_offset_us(job, training.runtime().trace());
   training.set_trace_merge(

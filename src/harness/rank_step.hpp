@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the two programs of ranks (05_ranks and 06_overlap_ranks) do around their step, the
-// same in both, written once: each rank's variables on its device, the job-wide trace on
-// rank 0, the loss rank 0 logs, and the ranks' agreement to stop after the same step. The
+// same in both, written once: the job-wide trace on rank 0, the loss rank 0 logs, and the
+// ranks' agreement to stop after the same step (each rank's variables are a RankVariables:
+// parallel/one_device_variables.hpp). The
 // step itself (chapter 5's one all-reduce, chapter 6's buckets) stays in each program.
 // Introduced in chapter 5.
 #pragma once
@@ -14,18 +15,6 @@
 #include "runtime/memory.hpp"
 
 namespace towers {
-
-/// One rank's variables, kNumParameters floats each on its tower's device.
-struct RankVariables {
-  Buffer params;    ///< the parameters the step trains
-  Buffer averages;  ///< their moving averages (--eval, checkpoints)
-};
-
-/// Allocates this rank's variables on `tower`'s device and fills them from --seed or from
-/// the checkpoint `checkpoints` resumed; waits for the copies, and tells `training` how to
-/// read both back to the host (--save-params, --eval, the divergence check).
-RankVariables start_rank_variables(TowerTraining& training, Tower& tower,
-                                   const RankCheckpoints& checkpoints);
 
 /// Has `training` gather every rank's spans to rank 0 for the timeline and the trace files,
 /// put on rank 0's clock; rank 0 alone writes the files. A collective (the clocks are

@@ -9,9 +9,10 @@
 // input pipeline is, and the destructor stops them.
 //
 // Make it after the TowerTraining whose dataset and towers it reads (so it is destroyed
-// first); use it from the training thread. Made from the TowerTraining itself, it also
-// resumes: it starts where a resumed checkpoint's input stood, and the training's
-// checkpoints record its position. Introduced in chapter 4.
+// first); use it from the training thread. It is an InputSource: handed to
+// TowerTraining::start(), it is restored to a resumed checkpoint's position (its
+// iterators start again at the global batch the position stood before), and the
+// checkpoints record where it stands. Introduced in chapter 4.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@
 
 #include "base/thread_pool.hpp"
 #include "data/iterator.hpp"
+#include "harness/input_source.hpp"
 #include "harness/tower_training.hpp"
 #include "parallel/tower.hpp"
 
@@ -36,7 +38,7 @@ struct InputFlags {
 void add_input_flags(CLI::App& app, InputFlags& flags);
 
 /// The towers' iterators and the pool they distort on.
-class TowerInputs {
+class TowerInputs : public InputSource {
  public:
   /// Starts one iterator per tower over `train` (kept by reference), seeded by `seed`,
   /// batches of each tower's batch size. Throws UsageError when the training set cannot
@@ -48,12 +50,17 @@ class TowerInputs {
               const InputFlags& flags, std::uint64_t seed, int towers_in_job = 0,
               std::int64_t first_step = 0);
   /// The iterators of `training`'s towers (chapters 4 and 6): over its training set and
-  /// --seed, starting at its first_input_step(); registered with read_input_with(), so its
-  /// checkpoints record where they stand (every tower at the same place: tower 0's).
+  /// --seed, as many towers in the job as it has.
   TowerInputs(TowerTraining& training, const InputFlags& flags);
-  /// Unregisters from the training, if made from one; stops the producers and waits for
-  /// the work that reads their buffers.
+  /// Stops the producers and waits for the work that reads their buffers.
   ~TowerInputs();
+
+  /// Where the towers' input stands (every tower at the same place: tower 0's).
+  data::InputPosition position() const override;
+  /// Starts every iterator again at the global batch `position` stood before
+  /// (data::steps_before): call before the first next(). Throws UsageError, naming the
+  /// flag that differs, for a position of another data set, batch, tower count or seed.
+  void restore(const data::InputPosition& position) override;
 
   /// Tower `tower`'s iterator: next() and release() are the training loop's.
   data::TowerIterator& operator[](int tower) { return *iterators_[tower]; }
@@ -61,7 +68,13 @@ class TowerInputs {
   double input_wait_ms() const;
 
  private:
-  TowerTraining* training_ = nullptr;  // the one made from, to unregister from
+  // Starts the iterators at global batch `first_step`.
+  void make_iterators(std::int64_t first_step);
+  const data::Dataset& train_;
+  const std::vector<std::unique_ptr<Tower>>& towers_;
+  InputFlags flags_;
+  std::uint64_t seed_;
+  int towers_in_job_;
   base::ThreadPool pool_;
   std::vector<std::unique_ptr<data::TowerIterator>> iterators_;  // after pool_: stopped first
 };

@@ -1,28 +1,22 @@
 // SPDX-License-Identifier: MIT
-// TowerTraining: the setup and bookkeeping chapters 2-4 share, so that each chapter's
-// main.cpp shows only its tower loop and where the towers meet.
+// TowerTraining: the run and the step every multi-tower chapter shares (chapters 2-8, and
+// the programs of ranks), so that each chapter's main.cpp shows only its tower loop and
+// where the towers meet.
 //
 // It makes the runtime and the towers from the flags, loads the training set, owns the
-// pinned global batch (chapters 2-3; chapter 4's towers read their own iterators and
-// make none), the initial parameters, the step log, the per-step trace analysis and the
-// optional concurrency probe, and prints the closing timeline and summary. Each step is a
-// StepScope (training.step(global_step)): the calls a step needs from the harness, in the
-// only order they work — probe(), enqueued(), then end(loss) after the step's one wait.
-// Nothing lost: every output path was checked when the flags were parsed; a first
-// SIGINT/SIGTERM ends the loop after its step (stop_requested()); the loss is checked
-// every step and the parameters every kParameterCheckEvery steps and before
-// --save-params; finish() writes --save-params atomically, then the trace, then the
-// summary, and a failure of one output never drops the ones after it.
-// With chapter 1's checkpoint and eval flags (add_checkpoint_flags, chapter 2), it also
-// settles --checkpoint-dir and loads the --eval test set before anything else, resumes
-// (parameters, moving averages, the input's position, the global step, and chapter 8's
-// optimizer state, refusing a checkpoint of another optimizer), saves a
-// checkpoint at the cadence and the last step from StepScope::end(), and evaluates the
-// moving averages in finish(): what chapter 1 does, in chapter 1's words. The input is
-// the global batch (chapters 2, 3, 7) or the towers' own iterators (chapters 4, 6: made
-// with TowerInputs(training, ...), which start at first_input_step() and report their
-// position through read_input_with()), so this is the one place resuming is wired.
-// Used from one host thread.
+// pinned global batch (chapters 2, 3, 7; the others' towers read their own iterators),
+// the step's trace analysis and the optional concurrency probe, and prints the closing
+// timeline and summary. Each step is a StepScope (training.step(run_step)): the calls a
+// step needs, in the only order they work: probe(), enqueued(), then end(loss) after the
+// step's one wait.
+// Where the variables live is the chapter's lesson and its own type (a Placement:
+// parallel/placement.hpp); the chapter hands it over once, with start(), and the run's
+// lifecycle (TrainingRun: resume, the log, the divergence check, checkpoints at their
+// cadence and on a stop, --save-params, --eval) works over it. Nothing lost: every output
+// path was checked when the flags were parsed, the checkpoint folder and the test set
+// before the runtime is made; a first SIGINT/SIGTERM ends the loop after its step
+// (stop_requested()); finish() writes --save-params, then the trace, then the summary,
+// and a failure of one output never drops the ones after it. Used from one host thread.
 #pragma once
 
 #include <chrono>
@@ -37,6 +31,8 @@
 #include "data/input_position.hpp"
 #include "harness/input_queue.hpp"
 #include "harness/training.hpp"
+#include "harness/training_run.hpp"
+#include "parallel/placement.hpp"
 #include "parallel/tower.hpp"
 #include "runtime/backend.hpp"
 #include "runtime/rendezvous.hpp"
@@ -109,13 +105,11 @@ class TowerTraining {
   static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe);
   /// Adds chapter 1's --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present,
   /// --overwrite and --eval (into flags.checkpoints, flags.eval). A chapter that adds them
-  /// starts from initial_params() and initial_averages(), passes read_params_with() both
-  /// readers and steps with StepScope::global_step(); with TowerInput::kOwnIterators its
-  /// towers' input is a TowerInputs(training, ...), which does the rest.
+  /// needs nothing more: start() resumes its variables and input, and the run saves them.
   static void add_checkpoint_flags(CLI::App& app, TrainingFlags& flags);
 
-  /// Builds runtime, towers and input; gives each simulated device one op thread;
-  /// installs the graceful-stop handlers for SIGINT and SIGTERM.
+  /// Settles the checkpoint folder and the test set (TrainingRun), then builds runtime,
+  /// towers and input; gives each simulated device one op thread.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
   /// feeds its towers from train_set()), and images()/labels() return null.
   /// `job_towers` is how many towers train together, for the log's examples/sec and the
@@ -141,51 +135,27 @@ class TowerTraining {
   std::uint64_t seed() const { return flags_.seed; }
   /// Towers that share each global batch: this process's, or the job's (chapter 5).
   int job_towers() const { return job_towers_; }
-  /// With TowerInput::kOwnIterators: the global batch the towers' iterators start at, 0
-  /// or where the resumed checkpoint's input stood (data::steps_before), so a resumed run
-  /// reads exactly the batches an uninterrupted one would have.
-  std::int64_t first_input_step() const { return first_input_step_; }
-  /// With TowerInput::kOwnIterators: how to read where the towers' input stands, for the
-  /// checkpoints (TowerInputs registers itself, and unregisters with an empty function).
-  void read_input_with(std::function<data::InputPosition()> position) {
-    read_input_ = std::move(position);
+  /// Starts the run with the chapter's variables, `variables` (where they live is the
+  /// chapter's lesson): hands them the state the run starts from (the resumed
+  /// checkpoint's, or --seed's) and keeps them for the divergence check, the checkpoints,
+  /// --save-params and --eval; with TowerInput::kOwnIterators `own_input` is the towers'
+  /// input (TowerInputs), restored to the checkpoint's position and recorded in each save.
+  /// Installs the SIGINT/SIGTERM handlers. Call once, after setup, before step(0).
+  void start(Placement& variables, InputSource* own_input = nullptr);
+  /// A job of ranks resumes on every rank the state rank 0 read from the file `from`
+  /// (RankCheckpoints): its step 0 is then that state's global step. Call before start().
+  void resume_from(const model::TrainingState& state, const std::string& from) {
+    run_.resume_from(state, from);
   }
-
-  /// The initial parameters (host, pinned), from --seed, or the resumed checkpoint's.
-  float* initial_params() { return initial_params_.as<float>(); }
-  /// The initial moving averages (host): the initial parameters, or the resumed checkpoint's.
-  const float* initial_averages() const { return initial_averages_.data(); }
-  /// The resumed checkpoint's optimizer state (host, TrainingState::optimizer_state: the
-  /// optimizer of flags.checkpoints, checked when the checkpoint was loaded), or null when
-  /// there is none to continue: a fresh start, or SGD, which keeps no state.
-  const float* initial_optimizer_state() const;
-
-  /// Says how to copy the current parameters (kNumParameters floats) to a host buffer:
-  /// used to check them for divergence and to write --save-params and checkpoints; and
-  /// `read_averages` the moving averages (checkpoints, --eval; needed with
-  /// add_checkpoint_flags). Call once, before the loop.
-  void read_params_with(std::function<void(float* host)> read,
-                        std::function<void(float* host)> read_averages = {}) {
-    read_params_ = std::move(read);
-    read_averages_ = std::move(read_averages);
-  }
-  /// With checkpoints and an optimizer that keeps state (flags.checkpoints.optimizer:
-  /// chapter 8's momentum or Adam): how to copy that state, whole, to a host buffer of
-  /// TrainingState::optimizer_state's size, for each checkpoint. Call once, before the loop.
-  void read_optimizer_state_with(std::function<void(float* host)> read) {
-    read_optimizer_state_ = std::move(read);
-  }
-
-  /// A resumed run (chapter 5): its step 0 is global step `global_step`, so the log line
-  /// and --save-params count global steps from there. Call before the loop.
-  void set_first_global_step(std::int64_t global_step) { first_global_step_ = global_step; }
+  /// The global step of this run's first step: 0, or the resumed checkpoint's.
+  std::int64_t first_global_step() const { return run_.first_global_step(); }
 
   /// True once a first SIGINT or SIGTERM arrived before the last StepScope::end(), which
   /// then saved a checkpoint (with --checkpoint-dir): end the loop now. Read once a step,
   /// at end(), so that a signal after that step's save decision stops after the next step.
-  bool stop_requested() const { return stopping_; }
+  bool stop_requested() const { return run_.stopping(); }
   /// Steps finished so far (StepScope::end() calls): --steps, or fewer after a graceful stop.
-  int steps_run() const { return log_->steps(); }
+  int steps_run() const { return run_.steps_run(); }
 
   /// Starts step `step` and returns its scope: fills the next global batch (host;
   /// not with kOwnIterators) and starts its timer. One step is open at a time; opening a
@@ -244,40 +214,26 @@ class TowerTraining {
   void probe(Tower& tower);
   void end_enqueue();
   void end_step(int step, float loss);
-  void save_checkpoint_if_due(int step);
-  void evaluate_if_asked(Summary& summary);
 
   TrainingFlags flags_;
   // First, so that a wrong --checkpoint-dir or a missing test set ends the run at once.
-  CheckpointDir checkpoints_;
-  std::optional<data::Dataset> test_;  // --eval
+  TrainingRun run_;
   std::unique_ptr<Runtime> runtime_;
   TowerSet set_;
   data::Dataset train_;
-  std::unique_ptr<InputQueue> queue_;
-  Buffer images_, labels_, initial_params_;
-  std::unique_ptr<StepLog> log_;
+  std::unique_ptr<InputQueue> queue_;  // the global batch's input (kGlobalBatch)
+  Buffer images_, labels_;
   std::unique_ptr<StepTraces> traces_;
   std::unique_ptr<Rendezvous> rendezvous_;
   bool probed_ = false;  // the rendezvous was enqueued (step 0 ran with --probe)
   bool probe_every_step_ = false;  // probe_in_capture(): every replay of the graph probes
-  std::unique_ptr<GracefulStop> stop_;
-  std::function<void(float*)> read_params_;
-  std::function<void(float*)> read_averages_;
-  std::function<void(float*)> read_optimizer_state_;  // read_optimizer_state_with()
-  std::function<data::InputPosition()> read_input_;  // kOwnIterators: read_input_with()
-  std::int64_t first_input_step_ = 0;                 // kOwnIterators: first_input_step()
-  std::vector<float> initial_averages_;
-  std::vector<float> host_params_;  // where read_params_ copies to
   std::chrono::steady_clock::time_point step_start_;
   double enqueue_start_us_ = 0;
   double trace_collect_seconds_ = 0;  // reading and analysing the trace, all steps
   int step_ = 0;
   bool step_open_ = false;  // a StepScope is alive
-  bool stopping_ = false;   // stop_requested(): the stop as the last step's end read it
-  float last_loss_ = 0;
   int job_towers_ = 0;
-  std::int64_t first_global_step_ = 0;  // set_first_global_step()
+  int batches_ = 0;  // the batches a step reads: one a tower, or one shared (kSharedBatch)
 };
 
 }  // namespace towers

@@ -46,9 +46,10 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers) {
   }
 }
 
-StepLog::StepLog(int examples_per_step, int towers, int log_every, int total_steps)
+StepLog::StepLog(int examples_per_step, int towers, int log_every, int total_steps,
+                 std::string loss_name)
     : examples_per_step_(examples_per_step), towers_(towers), log_every_(log_every),
-      total_steps_(total_steps) {}
+      total_steps_(total_steps), loss_name_(std::move(loss_name)) {}
 
 void StepLog::step_done(std::int64_t global_step, float loss, double step_seconds, bool in_mean) {
   check_loss(loss, global_step);
@@ -70,8 +71,9 @@ void StepLog::step_done(std::int64_t global_step, float loss, double step_second
     char when[32];
     std::time_t now = std::time(nullptr);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    std::printf("%s: step %lld, loss = %.2f (%.1f examples/sec; %.3f sec/batch)\n", when,
-                static_cast<long long>(global_step), loss, examples_per_step_ / duration,
+    std::printf("%s: step %lld, %s = %.2f (%.1f examples/sec; %.3f sec/batch)\n", when,
+                static_cast<long long>(global_step), loss_name_.c_str(), loss,
+                examples_per_step_ / duration,
                 duration / towers_);
     interval_seconds_ = 0;
     if (isatty(STDERR_FILENO)) {

@@ -63,8 +63,10 @@ void add_training_flags(CLI::App& app, TrainingFlags& flags, bool with_towers);
 /// Diverged("Model diverged with loss = NaN") on a NaN or infinite loss, as TF does.
 class StepLog {
  public:
-  /// `examples_per_step` counts all towers; sec/batch is step time / `towers`.
-  StepLog(int examples_per_step, int towers, int log_every, int total_steps);
+  /// `examples_per_step` counts all towers; sec/batch is step time / `towers`. `loss_name`
+  /// names what is logged ("loss"; chapter 9's stages log the cross-entropy alone).
+  StepLog(int examples_per_step, int towers, int log_every, int total_steps,
+          std::string loss_name = "loss");
   /// Records one finished step (its loss and host wall time) and maybe prints. A step
   /// with `in_mean` false is logged but left out of the means: the --probe step, whose
   /// rendezvous may wait out its timeout (chapter 2: once per tower), is not a steady step.
@@ -79,6 +81,7 @@ class StepLog {
 
  private:
   int examples_per_step_, towers_, log_every_, total_steps_;
+  std::string loss_name_;
   int steps_ = 0;
   double interval_seconds_ = 0, first_seconds_ = 0;
   double later_seconds_ = 0;  // every step after the first

@@ -45,7 +45,7 @@ class OptimizerState {
 
   /// The state's arrays, each `count` floats on the device: none (SGD), the velocity
   /// (momentum), the first then the second moments (Adam). A checkpoint saves each one
-  /// whole, the towers' ranges put together (harness/shard_reader.hpp).
+  /// whole, the towers' ranges put together (parallel/shard_reader.hpp).
   int parts() const { return optimizer_own_floats(optimizer_); }
   /// Array `part` (0 <= part < parts()).
   float* part(int part) { return state_.as<float>() + static_cast<std::size_t>(part) * count_; }

@@ -6,22 +6,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "cli/options.hpp"  // whole_number
 
 namespace towers {
-
-void add_fault_flags(CLI::App& app, FaultFlags& flags) {
-  const std::string group = "Test hooks (make one rank fail on purpose)";
-  // Checked as every number flag is: unchecked, `--fail-rank ''` read as 0 failed rank 0,
-  // and `--fail-rank -2` quietly failed none.
-  app.add_option("--fail-rank", flags.rank, "the rank that fails")->group(group)
-      ->check(whole_number(0, 1000000, "(a rank of the job)"));
-  app.add_option("--fail-at-step", flags.step, "the step at whose start it fails")->group(group)
-      ->capture_default_str()->check(whole_number(0, 100000000));
-  app.add_option("--fail-how", flags.how, "kill (SIGKILL itself), stall (stop answering), throw")
-      ->group(group)->capture_default_str()
-      ->check(CLI::IsMember({"kill", "stall", "throw"}));
-}
 
 void maybe_fail(const FaultFlags& flags, const MpiJob& job, int step) {
   if (flags.rank != job.rank() || flags.step != step) return;

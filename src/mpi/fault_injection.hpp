@@ -12,7 +12,6 @@
 // Off unless --fail-rank is given. Introduced in chapter 5.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <string>
 
 #include "mpi/mpi_job.hpp"
@@ -25,9 +24,6 @@ struct FaultFlags {
   int step = 0;              ///< --fail-at-step
   std::string how = "kill";  ///< --fail-how kill|stall|throw
 };
-
-/// Adds the flags above to `app`, in a group of their own ("Test hooks").
-void add_fault_flags(CLI::App& app, FaultFlags& flags);
 
 /// At the start of step `step`: fails this rank as `flags` say, if they name it and the step.
 void maybe_fail(const FaultFlags& flags, const MpiJob& job, int step);

@@ -10,16 +10,11 @@
 //
 // MPI_THREAD_MULTIPLE is asked for: on the host backend the all-reduce runs on a stream's
 // worker thread and the watchdog may abort from its own thread.
-//
-// run_rank_program() is run_program() for ranks: rank 0 alone prints (the others' stdout
-// goes to /dev/null; stderr stays, for errors), a usage error is reported once and every
-// rank exits with 2, and any other failure on any rank ends the whole job with MPI_Abort
-// after a line naming the rank and the cause. Introduced in chapter 5.
+// Introduced in chapter 5; harness/rank_program.hpp runs a program of ranks around it.
 #pragma once
 
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 
@@ -53,10 +48,5 @@ class MpiJob {
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
-
-/// Parses the flags and runs `body` on every rank, as described above; returns the exit
-/// code of this rank.
-int run_rank_program(CLI::App& app, int argc, char** argv,
-                     const std::function<int(MpiJob&)>& body);
 
 }  // namespace towers

@@ -8,15 +8,6 @@
 
 namespace towers {
 
-void add_allreduce_flag(CLI::App& app, std::string& choice) {
-  app.add_option("--allreduce", choice,
-                 "how towers average gradients: nccl (cuda backend, one GPU per tower), ring "
-                 "(any backend), device0 (chapter 3's: summed on device 0, the mean copied "
-                 "back), or auto (nccl where it can run, else the ring)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "device0", "ring", "nccl"}));
-}
-
 std::unique_ptr<AllReduce> make_tower_allreduce(Runtime& runtime,
                                                 const std::vector<std::unique_ptr<Tower>>& towers,
                                                 const std::string& choice, std::size_t max_count) {

@@ -11,7 +11,6 @@
 // Used from the host thread that drives the towers. Introduced in chapter 4.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,9 +19,6 @@
 #include "parallel/tower.hpp"
 
 namespace towers {
-
-/// Adds --allreduce auto|device0|ring|nccl (default auto) to `app`, stored in `choice`.
-void add_allreduce_flag(CLI::App& app, std::string& choice);
 
 /// Makes the all-reduce `choice` names for `towers` (tower i on towers[i]->device), for
 /// buffers of up to `max_count` floats. "nccl" where NCCL cannot run throws the UsageError

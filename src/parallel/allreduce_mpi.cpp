@@ -75,15 +75,6 @@ class HostRankAllReduce final : public RankAllReduce {
 
 }  // namespace
 
-void add_rank_allreduce_flag(CLI::App& app, std::string& choice) {
-  app.add_option("--allreduce", choice,
-                 "how ranks average gradients: mpi (MPI_Allreduce, host backend), ring "
-                 "(chapter 4's ring over MPI_Sendrecv, host backend), nccl (cuda backend, one "
-                 "GPU per rank), or auto (nccl on GPUs, mpi on the host)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "mpi", "ring", "nccl"}));
-}
-
 std::unique_ptr<RankAllReduce> make_rank_allreduce(Runtime& runtime, Device& device,
                                                    const std::string& choice, const MpiJob& job,
                                                    Watchdog& watchdog, std::size_t max_count) {

@@ -26,7 +26,6 @@
 
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -64,9 +63,6 @@ void mpi_average(float* data, std::size_t count, MPI_Comm comm);
 /// rank r-1 and sending to r+1. `receive` holds at least ring_chunk(count, ranks, 0).size
 /// floats. Bit-identical to make_ring_allreduce() with one tower per rank.
 void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm);
-
-/// Adds --allreduce auto|mpi|ring|nccl (default auto: nccl on GPUs, mpi on the host).
-void add_rank_allreduce_flag(CLI::App& app, std::string& choice);
 
 /// Makes the all-reduce `choice` names for this rank, whose tower runs on `device`, for
 /// up to `max_count` floats. Throws UsageError, saying what to use instead, for mpi or ring

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/buckets.hpp"
 
-#include "cli/options.hpp"  // finite_number
 #include "model/gradient_layers.hpp"
 
 namespace towers {
@@ -34,19 +33,5 @@ std::vector<float*> bucket_of(std::span<float* const> buffers, const Bucket& buc
   return out;
 }
 
-void add_overlap_flags(CLI::App& app, OverlapFlags& flags) {
-  app.add_option_function<std::string>(
-         "--overlap", [&flags](const std::string& text) { flags.overlap = text == "on"; },
-         "on: all-reduce each bucket on a communication stream as soon as the backward pass "
-         "has finished it; off: one all-reduce after the whole backward pass (chapter 4)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->default_str("on");
-  app.add_option("--bucket-mb", flags.bucket_mb,
-                 "largest bucket in MiB (as DDP's bucket_cap_mb); consecutive layers join "
-                 "while they fit; 0: one bucket per layer")
-      ->check(finite_number(0, kMaxBucketMb,
-                            " MiB (the whole model is 4.1 MiB, so any cap above it is one bucket)"))
-      ->default_str("0");
-}
 
 }  // namespace towers

@@ -9,7 +9,6 @@
 // the flat buffer, every bucket is one contiguous range. Introduced in chapter 6.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -41,8 +40,5 @@ struct OverlapFlags {
   bool overlap = true;    ///< --overlap on: all-reduce buckets during the backward pass
   double bucket_mb = 0;   ///< --bucket-mb: cap per bucket in MiB; 0 = one bucket per layer
 };
-
-/// Adds --overlap on|off (default on) and --bucket-mb (default 0: one per layer).
-void add_overlap_flags(CLI::App& app, OverlapFlags& flags);
 
 }  // namespace towers

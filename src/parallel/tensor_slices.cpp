@@ -157,4 +157,11 @@ void TensorSlices::put_together(float* params, float* averages) {
   }
 }
 
+void TensorSlices::state_to_host(model::TrainingState& state) {
+  state.params.resize(model::kNumParameters);
+  state.moving_averages.resize(model::kNumParameters);
+  state.optimizer_state.clear();  // SGD: chapter 10 keeps no optimizer state of its own
+  put_together(state.params.data(), state.moving_averages.data());
+}
+
 }  // namespace towers

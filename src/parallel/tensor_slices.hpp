@@ -35,6 +35,7 @@
 
 #include "parallel/allreduce.hpp"
 #include "runtime/runtime.hpp"
+#include "parallel/placement.hpp"
 
 namespace towers {
 
@@ -89,7 +90,7 @@ class TensorSliceLayout {
 
 /// Every rank's slice of the parameters, their gradients and their moving averages, on the
 /// rank's device. Introduced in chapter 10.
-class TensorSlices {
+class TensorSlices : public Placement {
  public:
   /// Rank r on devices[r], its copies made on streams[r] (streams[r] runs on devices[r]).
   /// Allocates per rank a slice of parameters (MemoryCategory::kParameters), of gradients
@@ -107,6 +108,13 @@ class TensorSlices {
   float* grads(int r) { return grads_[static_cast<std::size_t>(r)].as<float>(); }
   /// Rank r's moving averages, laid out as its parameters.
   float* averages(int r) { return averages_[static_cast<std::size_t>(r)].as<float>(); }
+
+  std::string where() const override { return "a slice per tensor rank"; }
+  void state_to_host(model::TrainingState& state) override;
+  void params_to_host(float* params) override { put_together(params, nullptr); }
+  void load_from_host(const model::TrainingState& state) override {
+    take_back(state.params.data(), state.moving_averages.data());
+  }
 
   /// Takes the whole state back: every rank's slice of `params` and `averages` (host,
   /// kNumParameters floats each, chapter 1's layout) copied to its device. Waits.

@@ -77,7 +77,8 @@ class Device {
 /// stages and micro-batches) catches it and says fact() with its own advice.
 class OutOfMemory : public std::runtime_error {
  public:
-  /// The message: `fact` (what ran out), then `advice` (what to change).
+  /// `fact`: what ran out (out_of_memory_fact); `advice`: what to reduce, in the flags of
+  /// the program that catches it (the towers' by default).
   OutOfMemory(const std::string& fact, const std::string& advice = kTowerMemoryAdvice)
       : std::runtime_error(fact + ". " + advice), fact_(fact) {}
   /// What ran out, without the advice.

@@ -175,6 +175,8 @@ const std::map<std::pair<std::string, std::string>, std::string> kProvingProbes 
     {{"iterator-towers", "step.probe(tower);"},
      "chapter 4's probe is enqueued after the iterator's next(), as chapter 3's after each "
      "enqueue: up front it would meet even if next() or the loop waited"},
+    {{"sharded-step", "step.probe(tower);"},
+     "chapter 8's tower loop is chapter 4's, its probe in the same place for the same reason"},
     {{"capture-step", "training.probe_round_in_capture(meet);"},
      "chapter 7's probes are nodes of the captured step: they live in the captured lambda"},
     {{"capture-step", "training.probe_in_capture(*tower);"}, "as probe_round_in_capture"},

@@ -2,7 +2,8 @@
 // harness/tower_training: the step scope holds the order a step needs — enqueued() once,
 // then end() once; one step open at a time; a step abandoned without end() (an exception
 // left the loop) is not logged — and the summary counts the steps that ended. With chapter
-// 1's checkpoint flags it saves at the cadence and resumes the state it saved.
+// 1's checkpoint flags it saves at the cadence and resumes the state it saved into the
+// variables it was handed (a Placement).
 #include "harness/tower_training.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +22,26 @@
 
 namespace towers {
 namespace {
+
+// A placement whose state is two constants: what the hub checks and saves, and the
+// state the hub hands it at start() (loaded).
+class ConstantVariables : public Placement {
+ public:
+  explicit ConstantVariables(float param = 1.0f, float average = 2.0f)
+      : param_(param), average_(average) {}
+  std::string where() const override { return "constants"; }
+  void state_to_host(model::TrainingState& state) override {
+    state.params.assign(model::kNumParameters, param_);
+    state.moving_averages.assign(model::kNumParameters, average_);
+    state.optimizer_state.clear();
+  }
+  void params_to_host(float* params) override { std::fill_n(params, model::kNumParameters, param_); }
+  void load_from_host(const model::TrainingState& state) override { loaded = state; }
+  model::TrainingState loaded;
+
+ private:
+  float param_, average_;
+};
 
 class TowerTrainingTest : public ::testing::Test {
  protected:
@@ -41,6 +62,8 @@ TEST(StepIsTraced, CudaTracesTheProbesStepAndTheLastTheHostBackendEveryStep) {
 
 TEST_F(TowerTrainingTest, TheHostBackendTracesEveryStep) {
   TowerTraining training(testing::two_host_towers(3), false);
+  ConstantVariables vars;
+  training.start(vars);
   for (int i = 0; i < 2; ++i) {
     StepScope step = training.step(i);
     EXPECT_TRUE(step.traced()) << i;
@@ -51,6 +74,8 @@ TEST_F(TowerTrainingTest, TheHostBackendTracesEveryStep) {
 
 TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
   TowerTraining training(testing::two_host_towers(3), /*probe=*/false);
+  ConstantVariables vars;
+  training.start(vars);
   StepScope step = training.step(0);
   EXPECT_EQ(step.index(), 0);
   EXPECT_THROW(step.end(2.0f), std::logic_error) << "end() before enqueued()";
@@ -64,6 +89,8 @@ TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
 
 TEST_F(TowerTrainingTest, OneStepIsOpenAtATimeAndAnAbandonedOneIsNotLogged) {
   TowerTraining training(testing::two_host_towers(3), false);
+  ConstantVariables vars;
+  training.start(vars);
   {
     StepScope abandoned = training.step(0);
     EXPECT_THROW(training.step(1), std::logic_error);
@@ -78,6 +105,8 @@ TEST_F(TowerTrainingTest, OneStepIsOpenAtATimeAndAnAbandonedOneIsNotLogged) {
 
 TEST_F(TowerTrainingTest, ANonFiniteLossStopsTheStep) {
   TowerTraining training(testing::two_host_towers(3), false);
+  ConstantVariables vars;
+  training.start(vars);
   StepScope step = training.step(0);
   step.enqueued();
   EXPECT_THROW(step.end(std::numeric_limits<float>::quiet_NaN()), Diverged);
@@ -87,6 +116,8 @@ TEST_F(TowerTrainingTest, ANonFiniteLossStopsTheStep) {
 TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
   {
     TowerTraining training(testing::two_host_towers(3), false);
+    ConstantVariables vars;
+    training.start(vars);
     EXPECT_EQ(training.num_towers(), 2);
     ASSERT_NE(training.images(), nullptr);
     for (int global_step = 0; global_step < 2; ++global_step) {
@@ -110,8 +141,8 @@ TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
 
 // Runs `steps` steps that leave the parameters at `param` and the averages at `average`.
 void run_steps(TowerTraining& training, int steps, float param, float average) {
-  training.read_params_with([=](float* out) { std::fill_n(out, model::kNumParameters, param); },
-                            [=](float* out) { std::fill_n(out, model::kNumParameters, average); });
+  ConstantVariables vars(param, average);
+  training.start(vars);
   for (int i = 0; i < steps; ++i) {
     StepScope step = training.step(i);
     step.enqueued();
@@ -140,20 +171,22 @@ TEST_F(TowerTrainingTest, CheckpointsSaveAtTheCadenceAndResumeTheStateAndTheInpu
 
   flags.checkpoints.resume = true;
   TowerTraining resumed(flags, false);
-  EXPECT_EQ(resumed.initial_params()[0], 1.0f);
-  EXPECT_EQ(resumed.initial_averages()[model::kNumParameters - 1], 2.0f);
+  ConstantVariables vars(0.0f, 0.0f);
+  resumed.start(vars);
+  ASSERT_EQ(vars.loaded.params.size(), model::kNumParameters);
+  EXPECT_EQ(vars.loaded.params[0], 1.0f);
+  EXPECT_EQ(vars.loaded.moving_averages[model::kNumParameters - 1], 2.0f);
   StepScope step = resumed.step(0);
   EXPECT_EQ(step.index(), 0);
   EXPECT_EQ(step.global_step(), 3);
 }
 
-TEST_F(TowerTrainingTest, ACheckpointWithoutTheAveragesReaderIsAProgrammingError) {
+TEST_F(TowerTrainingTest, AStepEndedBeforeTheVariablesWereHandedOverIsAProgrammingError) {
   data::testing::TempDir dir;
   TrainingFlags flags = testing::two_host_towers(3);
   flags.checkpoints.dir = dir.path().string();
   flags.steps = 1;
-  TowerTraining training(flags, false);
-  training.read_params_with([](float* out) { std::fill_n(out, model::kNumParameters, 1.0f); });
+  TowerTraining training(flags, false);  // no start(): nothing to check or save
   StepScope step = training.step(0);
   step.enqueued();
   EXPECT_THROW(step.end(2.0f), std::logic_error);

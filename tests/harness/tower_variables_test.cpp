@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// harness/tower_variables: every tower gets its own parameters and moving averages, both
-// equal to the run's initial parameters, beside its own gradients and stream; and what
-// --save-params writes is tower 0's parameters as they are at the end, not the start.
-#include "harness/tower_variables.hpp"
+// parallel/tower_variables, started by the hub: every tower gets its own parameters and
+// moving averages, both equal to the run's initial parameters, beside its own gradients
+// and stream; and what --save-params writes is tower 0's parameters as they are at the
+// end, not the start.
+#include "parallel/tower_variables.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/temp_dir.hpp"
+#include "harness/tower_training.hpp"
 #include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 #include "small_cifar.hpp"
@@ -28,15 +30,16 @@ std::vector<float> read(Stream& stream, const float* device_values) {
 
 TEST(TowerVariables, EveryTowerOwnsItsVariablesStartingFromTheInitialParameters) {
   ::testing::internal::CaptureStdout();
-  TowerTraining training(testing::two_host_towers(1), /*probe=*/false);
-  TowerVariables vars(training);
+  const TrainingFlags flags = testing::two_host_towers(1);
+  TowerTraining training(flags, /*probe=*/false);
+  TowerVariables vars(training.towers());
+  training.start(vars);
   ::testing::internal::GetCapturedStdout();
   const int n = training.num_towers();
   ASSERT_EQ(n, 2);
   ASSERT_EQ(vars.params.size(), 2u);
   ASSERT_EQ(vars.averages.size(), 2u);
-  const std::vector<float> initial(training.initial_params(),
-                                   training.initial_params() + model::kNumParameters);
+  const std::vector<float> initial = fresh_state(flags.seed).params;  // --seed's
   std::set<const float*> distinct;
   for (int i = 0; i < n; ++i) {
     Tower& tower = *training.towers()[i];
@@ -56,7 +59,8 @@ TEST(TowerVariables, SaveParamsWritesTowerZerosCurrentParameters) {
   flags.save_params = (dir.path() / "params.ckpt").string();
   ::testing::internal::CaptureStdout();
   TowerTraining training(flags, /*probe=*/false);
-  TowerVariables vars(training);
+  TowerVariables vars(training.towers());
+  training.start(vars);
   const float changed = 0.25f;  // an update applied after the set-up
   vars.streams[0]->copy(vars.params[0] + 7, &changed, sizeof(float));
   vars.streams[0]->synchronize();
@@ -65,7 +69,7 @@ TEST(TowerVariables, SaveParamsWritesTowerZerosCurrentParameters) {
   ASSERT_EQ(status, 0);
   const model::TrainingState saved = model::load_checkpoint(flags.save_params);
   EXPECT_EQ(saved.params[7], changed);
-  EXPECT_EQ(saved.params[8], training.initial_params()[8]);
+  EXPECT_EQ(saved.params[8], fresh_state(flags.seed).params[8]);
 }
 
 }  // namespace

@@ -15,15 +15,23 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.MULTILINE)
 SOURCES = (".hpp", ".cpp", ".cuh", ".cu", ".h")
 
 
 def read_layers(path):
-    """(rank of each path prefix, [(including prefix, included header)] allowed)."""
-    ranks, allowed = {}, []
+    """(rank of each path prefix, [(including prefix, included header)] allowed,
+    [(including prefix, header prefix)] forbidden whatever the layers say)."""
+    ranks, allowed, forbidden = {}, [], []
     for line in open(path, encoding="utf-8"):
         line = line.split("#", 1)[0].strip()
         if not line:
+            continue
+        if line.startswith("forbid "):
+            who, _, what = line[len("forbid "):].partition("->")
+            if not what.strip():
+                sys.exit(f"{path}: 'forbid' needs '<path> -> <header prefix>': {line}")
+            forbidden.append((who.strip(), what.strip()))
             continue
         if line.startswith("allow "):
             who, _, what = line[len("allow "):].partition("->")
@@ -36,7 +44,7 @@ def read_layers(path):
             if prefix in ranks:
                 sys.exit(f"{path}: {prefix} is named twice")
             ranks[prefix] = rank
-    return ranks, allowed
+    return ranks, allowed, forbidden
 
 
 def layer_of(rel, ranks):
@@ -73,7 +81,7 @@ def files_per_prefix(root, ranks):
     return counts
 
 
-def violations(root, ranks, allowed):
+def violations(root, ranks, allowed, forbidden=()):
     found, files = [], 0
     for prefix in sorted(ranks):
         top = os.path.join(root, prefix)
@@ -88,6 +96,12 @@ def violations(root, ranks, allowed):
                 continue  # counted under its longer prefix
             files += 1
             text = open(os.path.join(root, rel), encoding="utf-8", errors="replace").read()
+            for match in ANY_INCLUDE.finditer(text):
+                for who, what in forbidden:
+                    if (rel + "/").startswith(who.rstrip("/") + "/") and match.group(1).startswith(what):
+                        line = text.count("\n", 0, match.start()) + 1
+                        found.append(f"{rel}:{line}: {who} may not include {match.group(1)} "
+                                     f"(src/LAYERS: forbid {who} -> {what})")
             for match in INCLUDE.finditer(text):
                 header = resolve(root, rel, match.group(1))
                 theirs = header and layer_of(header, ranks)
@@ -106,8 +120,9 @@ def main(argv):
     if len(argv) not in (2, 3):
         sys.exit(__doc__)
     root = argv[1]
-    ranks, allowed = read_layers(argv[2] if len(argv) == 3 else os.path.join(root, "src", "LAYERS"))
-    found, files = violations(root, ranks, allowed)
+    ranks, allowed, forbidden = read_layers(argv[2] if len(argv) == 3
+                                            else os.path.join(root, "src", "LAYERS"))
+    found, files = violations(root, ranks, allowed, forbidden)
     for v in found:
         print(v)
     print(f"layers: {len(found)} violation(s) in {files} files, {len(set(ranks.values()))} layers")

@@ -61,6 +61,13 @@ check("the runtime including a kernels/cuda header fails (kernels sit above the 
       "src/runtime/cuda/cuda_stream.cpp:1")
 check("system and library headers are not the tree's",
       {"src/base/hash.cpp": '#include "gtest/gtest.h"\n#include <vector>\n'}, 0)
+check("the lesson layer parsing flags fails (src/LAYERS forbids CLI11 there)",
+      {"src/parallel/allreduce_choice.cpp": '#include <CLI/CLI.hpp>\n'}, 1,
+      "src/parallel/allreduce_choice.cpp:1: src/parallel may not include CLI/CLI.hpp")
+check("the MPI layer parsing flags fails too",
+      {"src/mpi/mpi_job.hpp": '#include <CLI/CLI.hpp>\n'}, 1, "src/mpi/mpi_job.hpp:1")
+check("the harness parses flags",
+      {"src/harness/lesson_flags.hpp": '#include <CLI/CLI.hpp>\n'}, 0)
 
 with tempfile.TemporaryDirectory(prefix="towers-layers-") as tree:
     os.makedirs(os.path.join(tree, "src", "base"))

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// harness/shard_reader: sharded state comes back to the host whole, each tower's range in
+// parallel/shard_reader: sharded state comes back to the host whole, each tower's range in
 // its place (chapter 8's checkpoints and --eval); unsharded state is read from tower 0
 // alone; ranges with a hole or an overlap are refused, never saved. The optimizer's state
 // (Adam's two moments) comes back whole too, one moment after the other.
-#include "harness/shard_reader.hpp"
+#include "parallel/shard_reader.hpp"
 
 #include <gtest/gtest.h>
 

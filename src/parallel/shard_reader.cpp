@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "harness/shard_reader.hpp"
+#include "parallel/shard_reader.hpp"
 
 #include <algorithm>
 #include <stdexcept>
