@@ -400,6 +400,21 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("trace_ms", window_ms, 1)
       .add("step_ms", step_ms, 1)
       .add("final_cross_entropy", cross_entropy, 4);
+  // Every stage's memory ledger, as chapters 8 and 10 print it: the largest over the
+  // stages' devices per category, and each stage's (chapter 11's plan predicts both).
+  // The workspace only where a device has any (on GPUs).
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    const auto category = static_cast<MemoryCategory>(c);
+    std::vector<double> per_stage;
+    for (const auto& stage : stages) {
+      per_stage.push_back(static_cast<double>(stage.device->memory().peak(category)));
+    }
+    const double largest = *std::max_element(per_stage.begin(), per_stage.end());
+    if (category == MemoryCategory::kWorkspace && largest == 0) continue;
+    const std::string name(category_name(category));
+    summary.add("peak_" + name + "_bytes", static_cast<long long>(largest))
+        .add("peak_" + name + "_bytes_per_stage", joined(per_stage, 0));
+  }
   const int status = run.exit_status(written, summary);
   summary.print();
   return status;
