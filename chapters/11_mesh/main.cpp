@@ -42,9 +42,12 @@ std::string shape_name(const MeshConfig& c) {
 
 void print_plan(const MeshPlan& plan) {
   const MeshConfig& c = plan.config;
-  std::printf("plan of mesh dp %d x tp %d x pp %d = %d device(s): ZeRO-%d on data, %s with %d "
-              "micro-batch(es) on pipeline, batch %d per data replica, optimizer %s\n",
-              c.dp, c.tp, c.pp, c.devices(), c.zero, to_string(c.schedule).c_str(),
+  std::printf("plan of mesh dp %d x tp %d x pp %d = %d device(s): ZeRO-%d on data, %s on "
+              "tensor, %s with %d micro-batch(es) on pipeline, batch %d per data replica, "
+              "optimizer %s\n",
+              c.dp, c.tp, c.pp, c.devices(), c.zero,
+              c.hybrid ? "Krizhevsky's hybrid" : "the column/row split",
+              to_string(c.schedule).c_str(),
               c.micro_batches, c.batch, model::optimizer_name(c.optimizer));
   std::printf("\npeak bytes per device, by ledger category (one row per pipeline stage; every "
               "device of a stage the same, up to one element of a shard):\n  %-8s", "");
@@ -95,6 +98,10 @@ int main(int argc, char** argv) {
                  "tensor-parallel degree: local3's columns and local4's rows split t ways "
                  "(chapter 10); must divide 192 and 384")
       ->capture_default_str()->check(whole_number(1, 192, "ranks"));
+  app.add_flag("--hybrid", config.hybrid,
+               "the tensor dimension runs Krizhevsky's hybrid (chapter 10's --hybrid): --tp "
+               "towers of --batch-size images each, the FC pair split over all their rows; "
+               "only with --dp 1 --pp 1 --zero 0");
   app.add_option("--pp", config.pp,
                  "pipeline degree: stages of chapter 9's most even split; at most 9 (the layers)")
       ->capture_default_str()->check(whole_number(1, 64, "stages"));
@@ -159,6 +166,7 @@ int main(int argc, char** argv) {
         .add("dp", config.dp)
         .add("tp", config.tp)
         .add("pp", config.pp)
+        .add("tensor_mode", std::string(config.hybrid ? "hybrid" : "tp"))
         .add("zero", config.zero)
         .add("optimizer", std::string(model::optimizer_name(config.optimizer)))
         .add("schedule", to_string(config.schedule))

@@ -69,7 +69,13 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   const std::int64_t columns = kSplitColumns / c.tp;
   if (!pipeline) {
     std::int64_t floats = network_activation_floats(c.batch) + c.batch * kImageFloats + c.batch;
-    if (c.tp > 1) floats += split_activation_floats(c.batch, columns);
+    if (c.hybrid) {  // the split over every tower's rows, and what the hybrid gathers
+      const std::int64_t rows = std::int64_t{c.tp} * c.batch;
+      floats += split_activation_floats(rows, columns) +
+                2 * rows * (kTensorInputWidth + kTensorOutputWidth);
+    } else if (c.tp > 1) {
+      floats += split_activation_floats(c.batch, columns);
+    }
     at(bytes, MemoryCategory::kActivations) = kFloat * floats;
   } else {  // one Network of a micro-batch per micro-batch the schedule stashes at once
     const int micro = c.batch / c.micro_batches;
@@ -83,8 +89,11 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
 
   // Communication: each dimension's receive buffers on this device.
   std::int64_t communication = 0;
-  if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);  // the ring
-  if (c.tp > 1) {  // g and f share one ring sized for f: a micro-batch's pool2 gradient
+  if (c.hybrid) {  // the replicated all-reduce's ring; the rows' ring, all towers' pool2
+    communication = largest_chunk(kReplicatedParameters, c.tp) +
+                    largest_chunk(std::int64_t{c.tp} * c.batch * kTensorInputWidth, c.tp);
+  } else if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);  // the ring
+  if (c.tp > 1 && !c.hybrid) {  // g and f: one ring, sized for f's pool2 gradient
     communication += largest_chunk(std::int64_t{c.batch / c.micro_batches} * kTensorInputWidth, c.tp);
   }
   if (pipeline) {  // chapter 9's mailboxes, one per micro-batch, from each neighbour
@@ -103,7 +112,7 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   if (pipeline) {  // chapter 9: the images on the first stage, the labels on the last
     if (s == 0) other += kFloat * c.batch * kImageFloats;
     if (s + 1 == c.pp) other += 4 * c.batch;  // int32 labels
-  } else if (c.tp == 1) {  // chapter 4's iterator: prefetch_depth slots of images and labels
+  } else if (c.tp == 1 && !c.hybrid) {  // chapter 4's iterator: prefetch_depth slots of images and labels
     other = std::int64_t{c.prefetch_depth} * c.batch * (kFloat * kImageFloats + 4);
   }  // chapter 10's tensor ranks share one batch read on the host: nothing on the device
   at(bytes, MemoryCategory::kOther) = other;
@@ -163,6 +172,10 @@ std::string mesh_problem(const MeshConfig& c) {
     return "--schedule interleaved has no chunks of the real model (chapter 9); use gpipe or 1f1b";
   }
   if (c.prefetch_depth < 1) return "the prefetch depth is at least 1";
+  if (c.hybrid && (c.dp > 1 || c.pp > 1 || c.zero > 0)) {
+    return "--hybrid is chapter 10's split on its own: its towers are already the data "
+           "dimension. Use it with --dp 1 --pp 1 --zero 0, and --tp for the towers";
+  }
   return "";
 }
 
@@ -188,7 +201,8 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
                        static_cast<double>(LayerGather::backward_elements()))) *
                    c.tp * c.pp;
   // Tensor: g and f over every image of the batch, one group per data replica.
-  plan.wire_tensor = kFloat * tensor_wire_floats(c.tp, c.batch) * c.dp;
+  plan.wire_tensor = kFloat * (c.hybrid ? hybrid_wire_floats(c.tp, c.batch)
+                                        : tensor_wire_floats(c.tp, c.batch) * c.dp);
   // Pipeline: each cut carries the activations forward and their gradient back, every
   // image of the batch once, in each data replica and tensor rank.
   for (int s = 0; s + 1 < c.pp; ++s) {
@@ -203,7 +217,13 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const bool chapter8 = c.tp == 1 && c.pp == 1;
   plan.held_by_run = dims_above_one <= 1 &&
                      (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd));
-  if (c.tp > 1) {
+  if (c.hybrid && c.tp == 1) {
+    plan.numerics_reference = "04_nccl_iterator's one tower (chapter10_test)";
+  } else if (c.hybrid) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference = "chapter 4's " + std::to_string(c.tp) +
+                              " towers, within chapter 10's bound (chapter10_test)";
+  } else if (c.tp > 1) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
         "chapter 4 on one batch, within gamma(383) + gamma(384/t + t - 2) of the largest update "

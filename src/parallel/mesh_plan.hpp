@@ -53,6 +53,10 @@ struct MeshConfig {
   model::Optimizer optimizer = model::Optimizer::kSgd;  ///< sgd, momentum or adam
   double bucket_mb = 0;   ///< ZeRO-2's largest bucket, as chapter 8's --bucket-mb
   int prefetch_depth = 2; ///< iterator slots per data rank (chapter 4's default)
+  /// The tensor dimension runs Krizhevsky's hybrid instead (chapter 10's --hybrid): tp
+  /// towers of `batch` images each, the convolutions data-parallel, the FC pair split over
+  /// all tp x batch rows. Only alone (dp = pp = 1, ZeRO-0).
+  bool hybrid = false;
   int devices() const { return dp * tp * pp; }
 };
 
@@ -61,7 +65,7 @@ struct MeshConfig {
 /// local3's columns); pp at most the model's 9 layers; zero 0..3, and 2 or 3 only on a
 /// mesh of data parallelism alone (chapter 8's buckets and layer gathers are whole-model);
 /// micro-batches dividing the batch and above 1 only with pp > 1; gpipe or 1f1b (the real
-/// model has no interleaved chunks).
+/// model has no interleaved chunks); the hybrid only with dp = pp = 1 and ZeRO-0.
 std::string mesh_problem(const MeshConfig& config);
 
 /// Peak bytes of one device, per ledger category (MemoryCategory order).

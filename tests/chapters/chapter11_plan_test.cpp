@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Chapter 11's plan, held to the runs that exist today. A 1-D mesh is a chapter: data
-// parallelism with ZeRO 0-3 is chapter 8, tensor parallelism chapter 10, the pipeline
-// chapter 9's real model. For each, the program runs one step at a tiny batch on the host
+// parallelism with ZeRO 0-3 is chapter 8, tensor parallelism (and Krizhevsky's hybrid)
+// chapter 10, the pipeline chapter 9's real model. For each, the program runs one step at a tiny batch on the host
 // backend and every category of its memory ledger (the largest device's peak; chapter 9's
 // stage by stage) must equal the plan to the byte, and its bytes on the wire per step the
 // plan's for that dimension exactly; chapter 9's bubble formula must be the plan's. Then
@@ -124,6 +124,29 @@ TEST_P(PlanMatchesChapter10, EveryCategoryAndGAndFToTheByte) {
   EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
 }
 
+class PlanMatchesChapter10Hybrid : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10Hybrid, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return "hybrid" + std::to_string(info.param); });
+
+TEST_P(PlanMatchesChapter10Hybrid, EveryCategoryAndEveryCollectiveToTheByte) {
+  const int n = GetParam();
+  MeshConfig config;
+  config.tp = n;
+  config.hybrid = true;
+  config.batch = kBatch;
+  const MeshPlan plan = make_mesh_plan(config);
+  EXPECT_TRUE(plan.held_by_run);
+  EXPECT_EQ(plan.numerics, n == 1 ? NumericsClass::kBitIdentical : NumericsClass::kWithinBound);
+  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
+                                            std::to_string(n) + " --hybrid --collectives ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("mode"), "hybrid") << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(n)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+}
+
 // --- Pipeline: chapter 9's real model, stage by stage -----------------------------------
 
 struct PipeCase {
@@ -235,6 +258,12 @@ MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
   return c;
 }
 
+MeshConfig hybrid_mesh(int towers) {
+  MeshConfig c = mesh(1, towers, 1, 0);
+  c.hybrid = true;
+  return c;
+}
+
 // The forms by hand, Ψ = 1,068,298 (4 bytes a float). The rows of 1-D meshes are the
 // numbers chapters 8 and 10 printed at batch 2; the composed rows follow the same rules:
 // the tensor slice P = 109,450 + 958,848/t, ZeRO's shard ceil(P/dp), g and f over every
@@ -259,6 +288,10 @@ TEST(MeshPlanForms, TheTableOfForms) {
       // the mailboxes of norm1's output, the images on stage 0.
       {mesh(1, 1, 2, 0, 2, 8), 4 * psi, 8 * psi, 4 * psi, 4 * 8 * 9216, 4 * 8 * 1728, 0, 0,
        2 * 4 * 8 * 9216},
+      // the hybrid, 2 towers: the replicated ring's chunk and all rows of pool2 over 2;
+      // gathers and scatters of 2 x b rows each way, the replicated all-reduce.
+      {hybrid_mesh(2), 4 * 588874, 4 * 588874, 4 * 588874, 4 * (54725 + kBatch * 2304), 0, 0,
+       4 * (2 * 2 * kBatch * 2496 + 2 * 109450), 0},
       // composed: 2 x 2 x 1 at ZeRO-1: the slice sharded, g and f in each replica.
       {mesh(2, 2, 1, 1), 4 * 588874, 4 * 588874, 4 * 294437, 4 * (294437 + 2304), 0,
        2 * 4 * 2 * 588874, 2 * 4 * 2 * kBatch * 2496, 0},
@@ -306,6 +339,10 @@ TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
       {mesh(1, 1, 2, 0, 3, 8), "not a multiple of --micro-batches 3"},
       {mesh(0, 1, 1, 0), "at least 1"},
   };
+  MeshConfig hybrid = mesh(2, 2, 1, 0);
+  hybrid.hybrid = true;
+  EXPECT_NE(mesh_problem(hybrid).find("--hybrid is chapter 10's split on its own"),
+            std::string::npos);
   for (const Refused& r : refused) {
     const std::string problem = mesh_problem(r.config);
     EXPECT_NE(problem.find(r.says), std::string::npos) << problem;
@@ -375,6 +412,7 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            {"--plan --pp 2 --micro-batches 3 --batch-size 8", "not a multiple"},
            {"--plan --shapes 8 --dp 2", "drop --dp, --tp and --pp"},
            {"--plan --schedule interleaved", "interleaved"},
+           {"--plan --hybrid --tp 2 --dp 2", "--hybrid is chapter 10's split on its own"},
        }) {
     const ProgramRun r = run("11_mesh", c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
