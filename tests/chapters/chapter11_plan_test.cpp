@@ -4,7 +4,8 @@
 // chapter 10, the pipeline chapter 9's real model. For each, the program runs one step at a tiny batch on the host
 // backend and every category of its memory ledger (the largest device's peak; chapter 9's
 // stage by stage) must equal the plan to the byte, and its bytes on the wire per step the
-// plan's for that dimension exactly; chapter 9's bubble formula must be the plan's. Then
+// plan's for that dimension exactly (chapter 9's: the activations and gradients its stages
+// send across the cuts); chapter 9's bubble formula must be the plan's. Then
 // the forms themselves, table-driven: the Network's activations against a Network's own
 // allocations, a tensor rank's slice against TensorSliceLayout, the split activations
 // against TensorSplit, the numbers of the ZeRO and tensor forms by hand, and what the
@@ -195,6 +196,8 @@ TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   ASSERT_EQ(key(r, "devices"), c.p) << r.output;  // one device per stage
   expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_pipeline) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_tensor, 0);
   for (int k = 0; k < kMemoryCategoryCount; ++k) {
     const auto category = static_cast<MemoryCategory>(k);
     if (category == MemoryCategory::kWorkspace) continue;
