@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
       std::printf("every mesh of %d device(s) the plan accepts (ZeRO-%d, batch %d, %d "
                   "micro-batch(es) where pp > 1):\n  %-12s %15s %15s %15s %15s %8s %s\n",
                   shapes_of, config.zero, config.batch, config.micro_batches, "dp x tp x pp",
-                  "largest device", "wire data", "wire tensor", "wire pipeline", "bubble",
+                  "sum of peaks", "wire data", "wire tensor", "wire pipeline", "bubble",
                   "numerics");
       for (const MeshConfig& shape : shapes) {
         const MeshPlan plan = make_mesh_plan(shape);

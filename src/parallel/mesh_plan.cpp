@@ -53,8 +53,8 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   const bool pipeline = c.pp > 1;
 
   // Parameters: P, the shard plus LayerGather's window at ZeRO-3.
-  at(bytes, MemoryCategory::kParameters) =
-      kFloat * (c.zero >= 3 ? shard + static_cast<std::int64_t>(LayerGather::window_elements()) : p);
+  const auto window = static_cast<std::int64_t>(LayerGather::window_elements());
+  at(bytes, MemoryCategory::kParameters) = kFloat * (c.zero >= 3 ? shard + window : p);
   // Gradients: P whole (a pipeline stage also sums its micro-batches' into a second P);
   // ZeRO-2: the shard and the largest bucket; ZeRO-3: the shard and the whole buffer.
   std::int64_t gradients = pipeline ? 2 * p : p;
@@ -78,32 +78,35 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
     }
     at(bytes, MemoryCategory::kActivations) = kFloat * floats;
   } else {  // one Network of a micro-batch per micro-batch the schedule stashes at once
-    const int micro = c.batch / c.micro_batches;
+    const int micro_batch = c.batch / c.micro_batches;
     const PipelineShape shape{c.pp, c.micro_batches, 1};
     const std::int64_t slots = peak_stashed_activations(stage_schedule(c.schedule, shape, s));
-    std::int64_t per_slot = network_activation_floats(micro);
+    std::int64_t per_slot = network_activation_floats(micro_batch);
     const bool holds_split = split[s].first <= model::kLocal3 && model::kLocal3 <= split[s].last;
-    if (c.tp > 1 && holds_split) per_slot += split_activation_floats(micro, columns);
+    if (c.tp > 1 && holds_split) per_slot += split_activation_floats(micro_batch, columns);
     at(bytes, MemoryCategory::kActivations) = kFloat * slots * per_slot;
   }
 
   // Communication: each dimension's receive buffers on this device.
+  // The data dimension's ring (chapter 8 makes it for one tower too, so a 1x1x1 mesh has
+  // it); the tensor dimension's, g and f sharing one sized for f's pool2 gradient; the
+  // hybrid's two, the replicated all-reduce's and the one over every tower's pool2 rows;
+  // chapter 9's mailboxes, one per micro-batch from each neighbour.
+  const std::int64_t micro = c.batch / c.micro_batches;
   std::int64_t communication = 0;
-  if (c.hybrid) {  // the replicated all-reduce's ring; the rows' ring, all towers' pool2
+  if (c.hybrid) {
     communication = largest_chunk(kReplicatedParameters, c.tp) +
                     largest_chunk(std::int64_t{c.tp} * c.batch * kTensorInputWidth, c.tp);
-  } else if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);  // the ring
-  if (c.tp > 1 && !c.hybrid) {  // g and f: one ring, sized for f's pool2 gradient
-    communication += largest_chunk(std::int64_t{c.batch / c.micro_batches} * kTensorInputWidth, c.tp);
+  } else {
+    if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);
+    if (c.tp > 1) communication += largest_chunk(micro * kTensorInputWidth, c.tp);
   }
-  if (pipeline) {  // chapter 9's mailboxes, one per micro-batch, from each neighbour
-    const std::int64_t micro = c.batch / c.micro_batches;
-    if (s > 0) {
-      communication += c.micro_batches * micro * model::Network::layer_output_floats(split[s].first - 1);
-    }
-    if (s + 1 < c.pp) {
-      communication += c.micro_batches * micro * model::Network::layer_output_floats(split[s].last);
-    }
+  if (pipeline && s > 0) {
+    communication +=
+        c.micro_batches * micro * model::Network::layer_output_floats(split[s].first - 1);
+  }
+  if (pipeline && s + 1 < c.pp) {
+    communication += c.micro_batches * micro * model::Network::layer_output_floats(split[s].last);
   }
   at(bytes, MemoryCategory::kCommunication) = kFloat * communication;
 
@@ -112,7 +115,7 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   if (pipeline) {  // chapter 9: the images on the first stage, the labels on the last
     if (s == 0) other += kFloat * c.batch * kImageFloats;
     if (s + 1 == c.pp) other += 4 * c.batch;  // int32 labels
-  } else if (c.tp == 1 && !c.hybrid) {  // chapter 4's iterator: prefetch_depth slots of images and labels
+  } else if (c.tp == 1 && !c.hybrid) {  // chapter 4's iterator: prefetch_depth batches
     other = std::int64_t{c.prefetch_depth} * c.batch * (kFloat * kImageFloats + 4);
   }  // chapter 10's tensor ranks share one batch read on the host: nothing on the device
   at(bytes, MemoryCategory::kOther) = other;
