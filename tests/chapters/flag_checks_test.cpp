@@ -30,7 +30,8 @@ bool has(const testing::ProgramRun& r, const std::string& text) {
 std::vector<std::string> programs() {
   std::vector<std::string> names{"00_streams",    "01_single_gpu", "02_serial_towers",
                                  "03_stream_towers", "04_nccl_iterator", "06_overlap",
-                                 "07_graph",      "08_sharded",    "09_pipeline"};
+                                 "07_graph",      "08_sharded",    "09_pipeline",
+                                 "11_mesh"};
 #ifdef TOWERS_TEST_RANKS
   names.insert(names.end(), {"05_ranks", "06_overlap_ranks"});
 #endif
