@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// TowerFlags: the command line of a tower chapter (chapters 2-4 and 6-8): the program's
+// TowerFlags: the command line of a tower chapter (chapters 2-4, 6-8 and 10): the program's
 // CLI::App, made with the chapter's --help description, holding the flags every tower
 // chapter takes, so that a chapter's main.cpp declares only its own (on `flags.app`).
 //
