@@ -86,12 +86,10 @@ int main(int argc, char** argv) {
       // docs-begin: allreduce-update
       // Where towers meet: each tower's stream waits for all.
       allreduce->average(vars.grads, kNumParameters, vars.streams);
-      for (int i = 0; i < num_gpus; ++i) {  // every tower applies the same mean to its own copy
-        Stream& stream = *vars.streams[i];
-        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
-                        vars.params[i]);
-        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
-                               vars.averages[i]);
+      // Every tower applies the same mean to its own copy: SGD, then the moving averages.
+      for (int i = 0; i < num_gpus; ++i) {
+        apply_update(*vars.streams[i], global_step, steps_per_decay, vars.grads[i],
+                     vars.params[i], vars.averages[i]);
       }
       // docs-end: allreduce-update
       step.enqueued();
