@@ -17,6 +17,7 @@
 #include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
+#include "overlap_keys.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
@@ -136,12 +137,9 @@ int main(int argc, char** argv) {
         // Chapter 4: one all-reduce after the whole backward pass.
         allreduce->average(vars.grads, kNumParameters, vars.streams);
       }
-      for (int i = 0; i < num_gpus; ++i) {
-        Stream& stream = *vars.streams[i];
-        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
-                        vars.params[i]);
-        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
-                               vars.averages[i]);
+      for (int i = 0; i < num_gpus; ++i) {  // as chapter 4: each tower its own copy
+        apply_update(*vars.streams[i], global_step, steps_per_decay, vars.grads[i],
+                     vars.params[i], vars.averages[i]);
       }
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
@@ -149,13 +147,8 @@ int main(int argc, char** argv) {
       check.after_step(run_step, vars.params);
     }
     Summary extra;
-    extra.add("allreduce", std::string(allreduce->name()))
-        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
-        .add("overlap_mode", std::string(overlap_flags.overlap ? "on" : "off"))
-        .add("buckets", static_cast<long long>(overlap_flags.overlap ? buckets.size() : 1))
-        .add("overlap_comm", overlap.overlap_comm(), 3)
-        .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
-        .add("param_checks", check.checks());
+    add_overlap_keys(extra, allreduce->name(), pipeline, overlap, overlap_flags.overlap,
+                     buckets.size(), check.checks());
     if (comm_probe && training.steps_run() > probe_step) {
       extra.add("comm_rendezvous", std::string(comm_probe->all_met() ? "met" : "timeout"));
     }
