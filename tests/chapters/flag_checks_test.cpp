@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "flag_error.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -100,16 +101,7 @@ TEST(FlagChecks, AnEmptyNumberIsRefusedNotReadAsZero) {
 
 // Parses `--n <text>` into an int checked by `check`; returns CLI11's message ("" if accepted).
 std::string whole_number_error(const CLI::Validator& check, const std::string& text) {
-  CLI::App app;
-  int value = 0;
-  app.add_option("--n", value)->check(check);
-  std::vector<std::string> args{text, "--n"};  // CLI11 reads a vector from the back
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::flag_error<int>(check, "--n", text);
 }
 
 TEST(FlagChecks, AUnitOrReasonIsSetApartFromTheRange) {
