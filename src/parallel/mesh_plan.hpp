@@ -57,6 +57,7 @@ struct MeshConfig {
   /// towers of `batch` images each, the convolutions data-parallel, the FC pair split over
   /// all tp x batch rows. Only alone (dp = pp = 1, ZeRO-0).
   bool hybrid = false;
+  /// The devices the mesh takes: dp x tp x pp, one process each in a composed run.
   int devices() const { return dp * tp * pp; }
 };
 
@@ -79,7 +80,7 @@ enum class NumericsClass {
 
 /// The plan of one configuration.
 struct MeshPlan {
-  MeshConfig config;
+  MeshConfig config;  ///< what was planned
   /// Peak bytes per category of each pipeline stage's devices (every device of a stage
   /// holds the same up to one element of a shard; the plan gives the largest).
   std::vector<CategoryBytes> per_stage;
@@ -90,9 +91,11 @@ struct MeshPlan {
   std::int64_t wire_tensor = 0;    ///< on the tensor dimension (g and f)
   std::int64_t wire_pipeline = 0;  ///< across the pipeline's cuts (activations and gradients)
   double bubble = 0;               ///< (p-1)/(m+p-1)
+  /// How its bits compare with `numerics_reference`.
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   bool held_by_run = false;        ///< a 1-D mesh: a chapter's run exists to compare with
+  /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }
 };
 
