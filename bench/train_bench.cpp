@@ -47,6 +47,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
+#include "kernels/host/openblas_core.hpp"
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -306,9 +307,10 @@ HostCase run_host_case(Trainer& trainer, const BenchOptions& options, int thread
     if (options.sgemm_size > 0) {
       const double g = sgemm_gflops(options.sgemm_size, threads, 3);
       hc.gflops.push_back(g);
-      std::printf("# sgemm %d^3, OpenBLAS, %d thread(s): %.1f GFLOP/s (best of 3) -> ceiling "
-                  "%.0f images/s\n",
-                  options.sgemm_size, threads, g, g * 1e9 / flops_per_image);
+      std::printf("# sgemm %d^3, OpenBLAS %s kernels, %d thread(s): %.1f GFLOP/s (best of 3) "
+                  "-> ceiling %.0f images/s\n",
+                  options.sgemm_size, host::loaded_openblas().core.c_str(), threads, g,
+                  g * 1e9 / flops_per_image);
     }
     ops::set_host_op_threads(threads);
     const CaseResult r = run_case(trainer, options);
@@ -341,6 +343,11 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
   const double flops_per_image = 2.0 * model::Network::multiply_adds_per_image();
   std::printf("# matrix products of one image's step: %.1f MFLOP (from the layer shapes)\n",
               flops_per_image / 1e6);
+  // The ceiling is OpenBLAS's: which kernels it runs, and whether they are below the CPU's
+  // (a line on stderr if so, before the first sgemm).
+  host::warn_once_if_openblas_core_is_below_the_cpu();
+  const host::OpenblasBuild openblas = host::loaded_openblas();
+  std::printf("# OpenBLAS: %s kernels (%s)\n", openblas.core.c_str(), openblas.config.c_str());
   std::string why;
   if (!options.pytorch) {
     why = "skipped (--no-pytorch)";
@@ -396,6 +403,7 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
     if (!hc.gflops.empty()) {
       const double gflops = base::median(hc.gflops);
       summary.add("mflop_per_image", flops_per_image / 1e6, 1)
+          .add("openblas_core", host::loaded_openblas().core)
           .add("sgemm_gflops", gflops, 1)
           .add("ceiling_images_per_sec", gflops * 1e9 / flops_per_image, 0)
           .add("ceiling_share", base::median(hc.shares), 2);
