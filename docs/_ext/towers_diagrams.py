@@ -4,12 +4,16 @@
 ring_figure: the ring all-reduce step by step, from docs_ring_schedule's record of the
 real ring (docs/tools/ring_schedule.cpp): one row per ring step, one box per tower, one
 cell per chunk, saying whose gradients the chunk holds after that step.
+
+tensor_figure: chapter 10's f and g (or the hybrid's gathers and scatters), from the ranks
+and shapes the program printed about its own split.
 """
 import json
+import re
 from html import escape
 
 CELL_W, CELL_H, GAP, LABEL_W = 44.0, 26.0, 30.0, 200.0
-from towers_timeline import TOWER_COLORS  # one palette for every figure
+from towers_timeline import ALL_REDUCE_COLOR, TOWER_COLORS  # one palette for every figure
 
 
 def load_ring(text):
@@ -104,3 +108,100 @@ def ring_figure(text):
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
             f'width="{width:.0f}" height="{height:.0f}" font-family="sans-serif" role="img">\n'
             + header + "\n".join(out) + legend + "\n</svg>\n")
+
+
+TENSOR_RANK = re.compile(
+    r"^\s+(rank|tower) (\d+): (?:images (\d+)-(\d+), )?local3 columns (\d+)-(\d+) "
+    r"\[(\d+) x (\d+)\], local4 rows (\d+)-(\d+) \[(\d+) x (\d+)\]; replicated (\d+), "
+    r"slice (\d+) floats$", re.M)
+
+
+def tensor_figure(text):
+    """Chapter 10's split, drawn from the ranks the program printed (print_tensor_layout):
+    one lane per rank, its local3 columns and local4 rows as boxes with their shapes, and
+    the collectives where the lanes meet, each with what it does in each pass. Tensor
+    parallel: f before local3 (forward: nothing, every rank has x; backward: all-reduce),
+    g after local4 (forward: all-reduce of the partial sums; backward: nothing). The
+    hybrid: an all-gather of pool2's rows before local3, a reduce-scatter of local4's sums
+    after it (backward: the reverse of each)."""
+    ranks = [m.groups() for m in TENSOR_RANK.finditer(text)]
+    if not ranks:
+        raise ValueError("no rank lines (rank R: local3 columns ...) in the output")
+    hybrid = ranks[0][0] == "tower"
+    batch = re.search(r"of (\d+) images|same (\d+) images", text)
+    b = int(next(g for g in batch.groups() if g)) if batch else 0
+    rows = b * len(ranks) if hybrid else b
+    lane_h, top, left = 74.0, 64.0, 10.0
+    width, height = 960.0, top + lane_h * len(ranks) + 40
+    cols = [left, 150, 250, 420, 520, 690, 790]  # x of: input, meet 1, local3, h, local4, meet 2, y
+    out = []
+
+    def box(x, y, w, h, fill, label, sub, tip):
+        out.append(f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="4" fill="{fill}" '
+                   f'fill-opacity="0.18" stroke="{fill}"><title>{escape(tip)}</title></rect>')
+        out.append(f'<text x="{x + w / 2}" y="{y + 17}" font-size="12" text-anchor="middle">'
+                   f'{escape(label)}</text>')
+        out.append(f'<text x="{x + w / 2}" y="{y + 33}" font-size="10" text-anchor="middle" '
+                   f'fill="#555555">{escape(sub)}</text>')
+
+    def arrow(x1, y, x2):
+        out.append(f'<line x1="{x1}" y1="{y}" x2="{x2 - 4}" y2="{y}" stroke="#777777" '
+                   f'marker-end="url(#towers-tensor-arrow)"/>')
+
+    first_y = top
+    last_y = top + lane_h * (len(ranks) - 1) + 42
+    for i, (kind, r, img0, img1, c0, c1, w3r, w3c, r0, r1, w4r, w4c, repl, size) in enumerate(ranks):
+        y = top + i * lane_h
+        color = TOWER_COLORS[int(r) % len(TOWER_COLORS)]
+        c = int(w3c)
+        out.append(f'<text x="{cols[2]}" y="{y - 6}" font-size="11" fill="{color}">{kind} {r}: '
+                   f'{escape(f"slice of {int(size):,} floats ({int(repl):,} replicated)")}</text>')
+        if hybrid:
+            box(cols[0], y, 120, 42, color, f"pool2 [{b}, 2304]",
+                f"images {img0}-{img1}", "this tower's convolutions, on its own images")
+        else:
+            box(cols[0], y, 120, 42, color, f"pool2 [{b}, 2304]", "whole, every rank",
+                "every rank runs the convolutions on the same batch")
+        arrow(cols[0] + 120, y + 21, cols[1])
+        arrow(cols[1] + 40, y + 21, cols[2])
+        box(cols[2], y, 150, 42, color, f"local3 cols {c0}-{c1}", f"W [{w3r} x {w3c}]",
+            "column split: each output a whole dot product over 2304 inputs")
+        arrow(cols[2] + 150, y + 21, cols[3])
+        box(cols[3], y, 80, 42, color, f"h [{rows}, {c}]", "its columns",
+            "relu(x W3_r + b3_r): this rank's columns of local3's output")
+        arrow(cols[3] + 80, y + 21, cols[4])
+        box(cols[4], y, 150, 42, color, f"local4 rows {r0}-{r1}", f"W [{w4r} x {w4c}]",
+            "row split: a partial sum of every output, no bias yet")
+        arrow(cols[4] + 150, y + 21, cols[5])
+        arrow(cols[5] + 40, y + 21, cols[6])
+        box(cols[6], y, 150, 42, color, f"local4 [{b}, 192]",
+            "+ bias once, ReLU" if not hybrid else f"its rows, + bias, ReLU",
+            "the whole sum (this tower's rows, in the hybrid), then softmax_linear whole")
+    # The two places the lanes meet.
+    if hybrid:
+        meets = [(cols[1], "all-gather", "backward: reduce-scatter", "pool2 of all N x b rows"),
+                 (cols[5], "reduce-scatter", "backward: all-gather", "each tower its rows, summed")]
+    else:
+        meets = [(cols[1], "f", "forward: nothing, backward: all-reduce",
+                  "x is whole on every rank; its gradient is a sum over the ranks' columns"),
+                 (cols[5], "g", "forward: all-reduce, backward: nothing",
+                  "the partial sums added up; the output gradient is whole on every rank")]
+    for x, name, passes, tip in meets:
+        out.append(f'<rect x="{x}" y="{first_y - 2}" width="40" height="{last_y - first_y + 4}" '
+                   f'fill="{ALL_REDUCE_COLOR}" fill-opacity="0.85" rx="3"><title>'
+                   f'{escape(name + ": " + passes + "; " + tip)}</title></rect>')
+        out.append(f'<text x="{x + 20}" y="{first_y - 22}" font-size="13" font-weight="bold" '
+                   f'text-anchor="middle">{escape(name)}</text>')
+        out.append(f'<text x="{x + 20}" y="{last_y + 18}" font-size="10" text-anchor="middle" '
+                   f'fill="#333333">{escape(passes)}</text>')
+    what = (f"{len(ranks)} towers of {b} images: convolutions data-parallel, the FC pair split "
+            f"over all {rows} rows" if hybrid else
+            f"{len(ranks)} ranks on one batch of {b}: local3 split by columns, local4 by rows")
+    legend = (f'<text x="{left}" y="{height - 14}" font-size="11">{escape(what)}. Dark bars: '
+              f'where the ranks meet (hover for each pass).</text>')
+    marker = ('<defs><marker id="towers-tensor-arrow" viewBox="0 0 8 8" refX="7" refY="4" '
+              'markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" '
+              'fill="#777777"/></marker></defs>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'width="{width:.0f}" height="{height:.0f}" font-family="sans-serif" role="img">\n'
+            + marker + "\n".join(out) + legend + "\n</svg>\n")

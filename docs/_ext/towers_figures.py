@@ -4,6 +4,7 @@
     ```{towers-steps} RUN [RUN...]    the steps of runs on one time axis (their traces)
     ```{towers-ring} ringN            the ring all-reduce step by step (docs_ring_schedule)
     ```{towers-events} RUN            one step's records, waits and who waits for whom
+    ```{towers-tensor} RUN            chapter 10's split: each rank's shards, f and g
 """
 from pathlib import Path
 
@@ -123,3 +124,25 @@ class EventsDirective(GeneratedDirective):
                               "are the ones the streams noted, not drawn by hand.")
         figure += caption
         return [figure, self.provenance()]
+
+
+class TensorDirective(GeneratedDirective):
+    """Chapter 10's split as the run set it up: one lane per rank with its columns of
+    local3 and rows of local4 (from the lines the program printed), and f and g (or the
+    hybrid's all-gather and reduce-scatter) where the lanes meet
+    (towers_diagrams.tensor_figure).
+
+        ```{towers-tensor} 10_tensor
+        The caption.
+        ```
+    """
+
+    has_content = True
+
+    def run(self):
+        name = self.arguments[0]
+        try:
+            svg = towers_diagrams.tensor_figure(self.generated(".txt").read_text())
+        except ValueError as error:
+            raise self.error(f"{name}.txt: {error}")
+        return [svg_figure(self, svg), self.provenance()]

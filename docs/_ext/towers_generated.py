@@ -209,6 +209,12 @@ class SummaryDirective(GeneratedDirective):
                 if "schedule" in row:  # chapter 9: one run per pipeline schedule
                     label += f", {row['schedule']}"
                 columns.append((label, row))
+        # Runs of one chapter and mode (chapter 10 on 2 and 4 devices) are told apart by
+        # their devices and batch.
+        labels = [label for label, _ in columns]
+        columns = [(label + (f", {row.get('devices', '?')} devices, batch "
+                             f"{row.get('batch_size', '?')}" if labels.count(label) > 1 else ""),
+                    row) for label, row in columns]
         # A row is one key, or alternatives "a/b": in each column the first of them that
         # the column's summary has (chapter 5 counts ranks, max_concurrent_ranks, where
         # the others count towers).
@@ -301,7 +307,7 @@ class TimelineDirective(GeneratedDirective):
 def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
     from towers_experiment import ExperimentDirective
-    from towers_figures import EventsDirective, RingDirective, StepsDirective
+    from towers_figures import EventsDirective, RingDirective, StepsDirective, TensorDirective
     from towers_pages import CompareDirective, GpuChaptersDirective, GpuRunsDirective, LayersDirective
     import towers_sources
 
@@ -317,6 +323,7 @@ def setup(app):
     app.add_directive("towers-experiment", ExperimentDirective)
     app.add_directive("towers-ring", RingDirective)
     app.add_directive("towers-events", EventsDirective)
+    app.add_directive("towers-tensor", TensorDirective)
     app.add_directive("towers-timeline", TimelineDirective)
     towers_sources.setup(app)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -30,7 +30,7 @@ double intersection(const std::vector<Interval>& a, const std::vector<Interval>&
 
 // Communication of any kind: it is never the compute that hides another.
 bool is_communication(const std::string& name) {
-  return is_allreduce_op(name) || span::is_layer_gather(name);
+  return is_allreduce_op(name) || span::is_layer_gather(name) || span::is_tensor_collective(name);
 }
 
 }  // namespace

@@ -65,9 +65,11 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   set_ = make_towers(*runtime_, flags.layout);
   train_ = load_training_set(flags.data_dir);
   job_towers_ = job_towers > 0 ? job_towers : num_towers();
-  const int global_batch = job_towers_ * flags.layout.batch_size;
+  // The batches a step reads: one per tower, or one shared by all (chapter 10's ranks).
+  batches_ = input == TowerInput::kSharedBatch ? 1 : job_towers_;
+  const int global_batch = batches_ * flags.layout.batch_size;
   Device& host_side = runtime_->device(0);
-  if (input == TowerInput::kGlobalBatch) {
+  if (input != TowerInput::kOwnIterators) {
     queue_ = std::make_unique<InputQueue>(train_, global_batch, flags.seed);
     images_ = host_side.allocate_pinned(sizeof(float) * global_batch * data::kCropValues);
     labels_ = host_side.allocate_pinned(sizeof(std::int32_t) * global_batch);
@@ -87,8 +89,8 @@ void TowerTraining::start(Placement& variables, InputSource* own_input) {
     throw std::logic_error("TowerTraining::start: the towers read the global batch's queue, "
                            "so they have no input of their own");
   }
-  run_.start(variables, queue_ ? queue_.get() : own_input, job_towers_ * flags_.layout.batch_size,
-             job_towers_);
+  run_.start(variables, queue_ ? queue_.get() : own_input, batches_ * flags_.layout.batch_size,
+             batches_);
 }
 
 StepScope TowerTraining::step(int step) {

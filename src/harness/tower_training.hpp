@@ -43,6 +43,9 @@ namespace towers {
 enum class TowerInput {
   kGlobalBatch,   ///< chapters 2-3: step() dequeues one global batch, images()/labels()
   kOwnIterators,  ///< chapter 4: each tower pulls from its own iterator; no global batch
+  /// chapter 10's tensor parallelism: every tower reads the same batch of --batch-size
+  /// images (its ranks split the layers, not the batch): step() dequeues it, images()/labels()
+  kSharedBatch,
 };
 
 class TowerTraining;
@@ -158,9 +161,10 @@ class TowerTraining {
   /// not with kOwnIterators) and starts its timer. One step is open at a time; opening a
   /// second one before the first is ended or abandoned throws std::logic_error.
   StepScope step(int step);
-  /// The global batch: images [towers * B, 24, 24, 3] and labels, pinned host memory.
+  /// The global batch: images [towers * B, 24, 24, 3] (kSharedBatch: [B, ...]) and labels,
+  /// pinned host memory.
   const float* images() const { return images_.as<float>(); }
-  /// The global batch's labels [towers * B], pinned host memory.
+  /// The global batch's labels [towers * B] (kSharedBatch: [B]), pinned host memory.
   const std::int32_t* labels() const { return labels_.as<std::int32_t>(); }
 
   /// As StepScope::probe(), in a step being captured as a graph (chapter 7): enqueued
@@ -229,6 +233,7 @@ class TowerTraining {
   int step_ = 0;
   bool step_open_ = false;  // a StepScope is alive
   int job_towers_ = 0;
+  int batches_ = 0;  // the batches a step reads: one a tower, or one shared (kSharedBatch)
 };
 
 }  // namespace towers

@@ -81,7 +81,13 @@ void Network::Impl::dense_forward(Stream& s, const float* x, int in, const float
 
 const float* ParamSource::acquire(int layer) const {
   if (layers_ != nullptr) return layers_->acquire(layer);
-  return flat_ + gradient_layers()[static_cast<std::size_t>(layer)].offset;
+  const GradientLayer& range = gradient_layers()[static_cast<std::size_t>(layer)];
+  if (range.offset < from_) {
+    throw std::logic_error("Network: the parameters of " + range.name + " lie before the part "
+                           "of the flat buffer it was given (from element " +
+                           std::to_string(from_) + ")");
+  }
+  return flat_ + (range.offset - from_);
 }
 
 void ParamSource::release(int layer) const {
@@ -190,7 +196,7 @@ void Network::Impl::weight_decay_terms(Stream& s, int layer, const float* layer_
   }
 }
 
-void Network::Impl::loss(Stream& s, const ParamSource& params, const int* labels) {
+void Network::Impl::loss(Stream& s, const ParamSource* params, const int* labels) {
   s.set_scope("loss");
   float* l = losses.as<float>();
   // Mean cross-entropy: per-example losses summed by a dot with ones, then / B. The op
@@ -200,11 +206,14 @@ void Network::Impl::loss(Stream& s, const ParamSource& params, const int* labels
   ops::dot(s, batch_size, example_loss.as<float>(), ones.as<float>(), l + kCrossEntropy);
   ops::scal(s, 1, 1.0f / static_cast<float>(batch_size), l + kCrossEntropy);
   // Weight decay: sum over variables of wd * sum(w^2) / 2 (tf.nn.l2_loss), in buffer
-  // order (layer by layer, inference() has summed it already, in the same order).
-  if (!params.by_layer()) {
+  // order (layer by layer, inference() has summed it already, in the same order). None
+  // without parameters: the caller holds the decayed weights elsewhere (chapter 10).
+  if (params == nullptr) {
+    ops::fill(s, 1, 0.0f, l + kWeightDecay);
+  } else if (!params->by_layer()) {
     ops::fill(s, 1, 0.0f, l + kWeightDecay);
     for (int layer : {kConv1Layer, kConv2Layer, kLocal3Layer, kLocal4Layer, kSoftmaxLayer}) {
-      weight_decay_terms(s, layer, params.acquire(layer));
+      weight_decay_terms(s, layer, params->acquire(layer));
     }
   }
   // total = cross-entropy + weight decay, left on the device.
@@ -234,7 +243,7 @@ void Network::forward(Stream& stream, const float* params, const float* images,
                       const int* labels) {
   const ParamSource flat(params);
   impl_->inference(stream, flat, images);
-  impl_->loss(stream, flat, labels);
+  impl_->loss(stream, &flat, labels);
 }
 
 void Network::forward_backward(Stream& stream, const float* params, const float* images,
@@ -254,7 +263,7 @@ void Network::forward_backward(Stream& stream, const LayerParams& params, const 
                                const int* labels, float* grads) {
   const ParamSource by_layer(params);
   impl_->inference(stream, by_layer, images);
-  impl_->loss(stream, by_layer, labels);
+  impl_->loss(stream, &by_layer, labels);
   impl_->backward(stream, by_layer, grads);
 }
 
@@ -294,29 +303,35 @@ Buffer& Network::Impl::layer_output(int layer) {
 }
 
 void Network::forward_layers(Stream& stream, const float* params, int first, int last,
-                             const float* images) {
+                             const float* images, std::size_t params_from) {
   if (first < 0 || first > last || last >= kLayerCount) {
     throw std::out_of_range("Network::forward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
   // The same forward_layer() as forward() and the LayerParams pass run, so the same ops.
-  const ParamSource flat(params);
+  const ParamSource flat(params, params_from);
   for (int layer = first; layer <= last; ++layer) {
     impl_->forward_layer(stream, layer, flat, images);
   }
 }
 
 void Network::loss(Stream& stream, const float* params, const int* labels) {
-  impl_->loss(stream, ParamSource(params), labels);
+  const ParamSource flat(params);
+  impl_->loss(stream, &flat, labels);
+}
+
+void Network::loss_without_decay(Stream& stream, const int* labels) {
+  impl_->loss(stream, nullptr, labels);
 }
 
 void Network::backward_layers(Stream& stream, const float* params, int first, int last,
-                              float* grads, std::size_t grads_from, std::size_t grads_count) {
+                              float* grads, std::size_t grads_from, std::size_t grads_count,
+                              std::size_t params_from) {
   if (first < 0 || first > last || last >= kLayerCount) {
     throw std::out_of_range("Network::backward_layers: no layers " + std::to_string(first) +
                             ".." + std::to_string(last));
   }
-  const ParamSource flat(params);
+  const ParamSource flat(params, params_from);
   for (int layer = last; layer >= first; --layer) {
     impl_->backward_layer(stream, layer, flat, GradientSpan{grads, grads_from, grads_count},
                           nullptr);

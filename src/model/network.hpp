@@ -114,11 +114,19 @@ class Network {
   static int layer_output_floats(int layer);
   /// Enqueues the forward pass of layers first..last (inclusive). Layer `first` reads the
   /// images when first == 0, else layer_output(first - 1), which the caller filled.
+  /// `params` may hold only part of the flat parameter buffer, from element `params_from`
+  /// on: a variable at flat offset o is read at params[o - params_from] (chapter 10 keeps
+  /// softmax_linear's variables apart from the convolutions'; a layer before that part is a
+  /// logic_error). By default the whole buffer.
   void forward_layers(Stream& stream, const float* params, int first, int last,
-                      const float* images);
+                      const float* images, std::size_t params_from = 0);
   /// Enqueues the loss of the last forward pass (needs layers up to softmax_linear): the
   /// losses, and the logits' gradient that backward_layers() starts from.
   void loss(Stream& stream, const float* params, const int* labels);
+  /// As loss(), without the weight decay: losses()[kWeightDecay] is 0 and the total is the
+  /// cross-entropy. For a caller that holds local3's and local4's weights elsewhere and adds
+  /// their decay itself (chapter 10 splits them over devices).
+  void loss_without_decay(Stream& stream, const int* labels);
   /// Enqueues the backward pass of layers last..first, writing their variables' gradients
   /// into grads (overwritten). Layer `last` reads its output's gradient from
   /// output_gradient(last) (after loss() when last is softmax_linear; else the caller
@@ -127,8 +135,10 @@ class Network {
   /// `grads_count` elements from element `grads_from` on: a variable at flat offset o is
   /// written at grads[o - grads_from] (ZeRO-2 hands one bucket's buffer; by default the
   /// whole buffer). A layer whose variables lie outside that part is a logic_error.
+  /// `params_from`: where `params` starts in the flat buffer, as in forward_layers().
   void backward_layers(Stream& stream, const float* params, int first, int last, float* grads,
-                       std::size_t grads_from = 0, std::size_t grads_count = kNumParameters);
+                       std::size_t grads_from = 0, std::size_t grads_count = kNumParameters,
+                       std::size_t params_from = 0);
   /// Device pointer to `layer`'s output [batch, layer_output_floats(layer)].
   float* layer_output(int layer);
   /// Device pointer to the gradient of `layer`'s output, same shape (a workspace buffer:

@@ -50,8 +50,9 @@ enum GradientLayerIndex {
 /// range of it and release() does nothing, so both ways enqueue the same ops.
 class ParamSource {
  public:
-  /// Every layer inside `flat` [kNumParameters].
-  explicit ParamSource(const float* flat) : flat_(flat) {}
+  /// Every layer inside `flat`, which holds the flat buffer's elements from element `from`
+  /// on: the whole buffer by default; chapter 10 hands softmax_linear's variables alone.
+  explicit ParamSource(const float* flat, std::size_t from = 0) : flat_(flat), from_(from) {}
   /// Each layer from `layers` (which must outlive this object).
   explicit ParamSource(const Network::LayerParams& layers) : layers_(&layers) {}
   /// Whether the layers come one by one (the loss's weight decay is then taken in the
@@ -64,6 +65,7 @@ class ParamSource {
 
  private:
   const float* flat_ = nullptr;
+  std::size_t from_ = 0;  // the flat element flat_ points at
   const Network::LayerParams* layers_ = nullptr;
 };
 
@@ -93,8 +95,9 @@ struct Network::Impl {
   /// inference(): images -> logits, keeping every activation for the backward pass.
   void inference(Stream& s, const ParamSource& params, const float* images);
   /// loss(): cross-entropy (and dlogits), weight decay and total into `losses`. With
-  /// parameters by layer the weight decay was summed by inference() already.
-  void loss(Stream& s, const ParamSource& params, const int* labels);
+  /// parameters by layer the weight decay was summed by inference() already. Without
+  /// `params` (null) no weight decay is added: its entry is 0 and the total the cross-entropy.
+  void loss(Stream& s, const ParamSource* params, const int* labels);
   /// Adds wd * sum(w^2) / 2 of each decayed variable of layer `layer` (parameters
   /// `layer_params`) to losses[kWeightDecay], in buffer order.
   void weight_decay_terms(Stream& s, int layer, const float* layer_params);

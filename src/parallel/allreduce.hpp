@@ -27,21 +27,32 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "parallel/wire_bytes.hpp"
 #include "runtime/runtime.hpp"
 
 namespace towers {
 
-/// Averages one flat float buffer per tower, in place. Introduced in chapter 4.
+/// What a collective leaves where it combines the towers' values: their mean (chapter 4's
+/// gradients, ncclAvg) or their sum (chapter 10's partial products, ncclSum: the t parts of
+/// one matrix product add up to it; a mean would divide it by t).
+enum class Reduction {
+  kMean,  ///< the element-wise mean: the sum, then scaled by 1/towers once
+  kSum,   ///< the element-wise sum, unscaled
+};
+
+/// Averages one flat float buffer per tower, in place (or sums it: Reduction). Introduced
+/// in chapter 4.
 class AllReduce {
  public:
   /// Frees what the implementation set up (buffers, events, communicators). Destroy it
   /// only after the streams it enqueued on have finished, as with cudaFree.
   virtual ~AllReduce();
 
-  /// Enqueues averaging buffers[i][0..count) in place, tower i's work on streams[i];
-  /// returns at once. buffers[i] is device memory of the device streams[i] runs on.
+  /// Enqueues averaging buffers[i][0..count) in place (summing them, for an all-reduce made
+  /// with Reduction::kSum), tower i's work on streams[i]; returns at once. buffers[i] is
+  /// device memory of the device streams[i] runs on.
   /// Throws std::invalid_argument when the spans' sizes differ from the tower count,
   /// a stream is on another device than its tower was set up for, or count is larger
   /// than the implementation was set up for.
@@ -63,6 +74,15 @@ struct Chunk {
 /// Chunk `index` (0..towers-1) of `count` elements split `towers` ways.
 Chunk ring_chunk(std::size_t count, int towers, int index);
 
+/// The order in which the ring adds the towers' values of chunk `chunk` (chapter 10's
+/// order-matched reference): {chunk, chunk+1, ..., chunk-1} (mod towers). The chunk starts
+/// as tower chunk's own values; at reduce-scatter step s tower chunk+s+1 adds the running
+/// sum it receives to its own values, so the sum is
+///   (((v[c] + v[c+1]) + v[c+2]) + ... + v[c-1]),
+/// float addition being commutative though not associative. Each chunk starts at another
+/// tower, so with 3 or more towers the chunks are added in different orders.
+std::vector<int> ring_reduction_order(int towers, int chunk);
+
 /// The elements two ranges of one buffer share; size 0 when they do not meet (chapter 8:
 /// the part of a gradient bucket inside a tower's shard).
 Chunk overlap(Chunk a, Chunk b);
@@ -73,10 +93,12 @@ Chunk overlap(Chunk a, Chunk b);
 /// its device and the events that order the ring's steps; average() then accepts any
 /// count up to max_count. Throws std::invalid_argument for an empty tower list or a
 /// device index outside the runtime. When `wire` is given, every copy of a chunk from one
-/// device to another is counted there (chapter 8).
+/// device to another is counted there (chapter 8). `reduction`: the mean (chapter 4) or
+/// the sum (chapter 10: its owned chunk is not scaled).
 std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
-                                               std::size_t max_count, WireBytes* wire = nullptr);
+                                               std::size_t max_count, WireBytes* wire = nullptr,
+                                               Reduction reduction = Reduction::kMean);
 
 /// Chapter 3's averaging as an all-reduce (chapter 4's --allreduce device0): one stream
 /// on tower 0's device waits for every tower, peer-copies and sums their buffers in tower
@@ -89,8 +111,8 @@ std::unique_ptr<AllReduce> make_device0_allreduce(Runtime& runtime,
                                                   std::size_t max_count);
 
 /// An all-reduce's two halves, called apart (chapter 8): reduce_scatter() leaves each
-/// tower the mean of one shard of the buffer, all_gather() copies every tower's shard to
-/// all the others. ZeRO puts the optimizer's update between them, each tower updating
+/// tower the mean (or, made with Reduction::kSum, the sum: chapter 10) of one shard of the
+/// buffer, all_gather() copies every tower's shard to all the others. ZeRO puts the optimizer's update between them, each tower updating
 /// only the shard it owns. Same contract as AllReduce::average (only enqueues; events and
 /// stream order are the only synchronization; one host thread at a time), per call:
 /// the two calls may take different buffers (gradients, then parameters).
@@ -135,25 +157,28 @@ class ShardedCollectives {
 /// towers) of ring_chunk: the chunk its last reduce-scatter step completes. Allocates and
 /// counts into `wire` as make_ring_allreduce. reduce_scatter_bucket() adds every element
 /// in the order reduce_scatter() does, so its means are the same bits, and moves the same
-/// bytes over the links in all.
+/// bytes over the links in all. `reduction` as make_ring_allreduce.
 std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
                                                           std::span<const int> device_of_tower,
                                                           std::size_t max_count,
-                                                          WireBytes* wire = nullptr);
+                                                          WireBytes* wire = nullptr,
+                                                          Reduction reduction = Reduction::kMean);
 
-/// ncclReduceScatter (ncclAvg) and ncclAllGather in place, tower r owning chunk r of
-/// count / towers elements; reduce_scatter_bucket() is one ncclReduce (ncclAvg) to each
-/// owner of the part of the bucket in its shard. Throws UsageError as make_nccl_allreduce, and, from the calls,
+/// ncclReduceScatter (ncclAvg, or ncclSum with Reduction::kSum) and ncclAllGather in
+/// place, tower r owning chunk r of count / towers elements; reduce_scatter_bucket() is one
+/// ncclReduce (the same operation) to each owner of the part of the bucket in its shard. Throws UsageError as make_nccl_allreduce, and, from the calls,
 /// std::invalid_argument when count is not a multiple of the towers (NCCL's chunks are
 /// equal: pad the buffer).
 std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime& runtime,
-                                                          std::span<const int> device_of_tower);
+                                                          std::span<const int> device_of_tower,
+                                                          Reduction reduction = Reduction::kMean);
 
-/// NCCL's all-reduce with ncclAvg, one rank per tower, tower i on runtime device
-/// device_of_tower[i] (ncclCommInitAll over those GPUs). Throws UsageError, saying what to
+/// NCCL's all-reduce with ncclAvg (ncclSum with Reduction::kSum), one rank per tower,
+/// tower i on runtime device device_of_tower[i] (ncclCommInitAll over those GPUs). Throws UsageError, saying what to
 /// use instead, when the runtime is not the cuda backend, the build has no CUDA, or two
 /// towers share a GPU (NCCL refuses two ranks on one GPU).
 std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
-                                               std::span<const int> device_of_tower);
+                                               std::span<const int> device_of_tower,
+                                               Reduction reduction = Reduction::kMean);
 
 }  // namespace towers

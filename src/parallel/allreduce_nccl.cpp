@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The NCCL all-reduce: one communicator rank per GPU, ncclAllReduce with ncclAvg in place.
+// The NCCL all-reduce: one communicator rank per GPU, ncclAllReduce with ncclAvg in place
+// (ncclSum for chapter 10's partial products).
 // Built only with CUDA; allreduce_nccl_unavailable.cpp stands in elsewhere.
 //
 // One host thread drives every rank, so each average() is one ncclGroupStart/ncclGroupEnd:
@@ -18,11 +19,17 @@
 namespace towers {
 namespace {
 
+// NCCL's name for what the collective leaves: the mean (chapter 4) or the sum (chapter 10).
+ncclRedOp_t nccl_op(Reduction reduction) {
+  return reduction == Reduction::kSum ? ncclSum : ncclAvg;
+}
+
 class NcclAllReduce final : public AllReduce {
  public:
-  explicit NcclAllReduce(std::span<const int> device_of_tower)
+  NcclAllReduce(std::span<const int> device_of_tower, Reduction reduction)
       : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
-        comms_(device_of_tower.size()) {
+        comms_(device_of_tower.size()),
+        op_(nccl_op(reduction)) {
     // Runtime device i is CUDA ordinal i (the runtime uses the first N GPUs).
     NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()),
                                device_of_tower_.data()));
@@ -55,7 +62,7 @@ class NcclAllReduce final : public AllReduce {
       NCCL_CHECK(ncclGroupStart());
       try {
         for (std::size_t r = 0; r < streams.size(); ++r) {
-          NCCL_CHECK(ncclAllReduce(buffers[r], buffers[r], count, ncclFloat, ncclAvg, comms_[r],
+          NCCL_CHECK(ncclAllReduce(buffers[r], buffers[r], count, ncclFloat, op_, comms_[r],
                                    handles[r]));
         }
       } catch (...) {
@@ -76,6 +83,7 @@ class NcclAllReduce final : public AllReduce {
 
   std::vector<int> device_of_tower_;
   std::vector<ncclComm_t> comms_;  // rank i: tower i's GPU
+  ncclRedOp_t op_;                 // ncclAvg or ncclSum
 };
 
 // Chapter 8's two halves: ncclReduceScatter (ncclAvg) and ncclAllGather, both in place.
@@ -84,9 +92,10 @@ class NcclAllReduce final : public AllReduce {
 // of the full buffer.
 class NcclCollectives final : public ShardedCollectives {
  public:
-  explicit NcclCollectives(std::span<const int> device_of_tower)
+  NcclCollectives(std::span<const int> device_of_tower, Reduction reduction)
       : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
-        comms_(device_of_tower.size()) {
+        comms_(device_of_tower.size()),
+        op_(nccl_op(reduction)) {
     NCCL_CHECK(ncclCommInitAll(comms_.data(), static_cast<int>(comms_.size()),
                                device_of_tower_.data()));
   }
@@ -107,7 +116,7 @@ class NcclCollectives final : public ShardedCollectives {
     enqueue_from(0, span::kNcclReduceScatter, streams, handles, [&](std::size_t r) {
       const Chunk mine = shard(count, static_cast<int>(r));
       NCCL_CHECK(ncclReduceScatter(buffers[r], buffers[r] + mine.offset, mine.size, ncclFloat,
-                                   ncclAvg, comms_[r], handles[r]));
+                                   op_, comms_[r], handles[r]));
     });
   }
 
@@ -125,7 +134,7 @@ class NcclCollectives final : public ShardedCollectives {
         const Chunk part = overlap(shard(count, static_cast<int>(owner)), bucket);
         if (part.size == 0) continue;
         float* data = buckets[r] + (part.offset - bucket.offset);
-        NCCL_CHECK(ncclReduce(data, data, part.size, ncclFloat, ncclAvg, static_cast<int>(owner),
+        NCCL_CHECK(ncclReduce(data, data, part.size, ncclFloat, op_, static_cast<int>(owner),
                               comms_[r], handles[r]));
       }
     });
@@ -181,6 +190,7 @@ class NcclCollectives final : public ShardedCollectives {
 
   std::vector<int> device_of_tower_;
   std::vector<ncclComm_t> comms_;
+  ncclRedOp_t op_;  // ncclAvg or ncclSum
 };
 
 // The checks both NCCL factories make before creating communicators.
@@ -207,15 +217,17 @@ void check_nccl_towers(Runtime& runtime, std::span<const int> device_of_tower) {
 }  // namespace
 
 std::unique_ptr<AllReduce> make_nccl_allreduce(Runtime& runtime,
-                                               std::span<const int> device_of_tower) {
+                                               std::span<const int> device_of_tower,
+                                               Reduction reduction) {
   check_nccl_towers(runtime, device_of_tower);
-  return std::make_unique<NcclAllReduce>(device_of_tower);
+  return std::make_unique<NcclAllReduce>(device_of_tower, reduction);
 }
 
 std::unique_ptr<ShardedCollectives> make_nccl_collectives(Runtime& runtime,
-                                                          std::span<const int> device_of_tower) {
+                                                          std::span<const int> device_of_tower,
+                                                          Reduction reduction) {
   check_nccl_towers(runtime, device_of_tower);
-  return std::make_unique<NcclCollectives>(device_of_tower);
+  return std::make_unique<NcclCollectives>(device_of_tower, reduction);
 }
 
 }  // namespace towers

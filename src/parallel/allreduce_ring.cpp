@@ -8,6 +8,7 @@
 //   reduce-scatter, steps s = 0..n-2: tower r pulls chunk (r-1-s) from r-1 into its
 //     receive buffer and adds it into its own copy. After n-1 steps tower r holds the full
 //     sum of chunk r+1, which it scales by 1/n: the mean of its chunk, computed once.
+//     (Made with Reduction::kSum, for chapter 10's partial products, it keeps the sum.)
 //   all-gather, steps t = 0..n-2: tower r copies chunk (r-t), already a mean, from r-1
 //     straight into place. After n-1 steps every tower holds every mean.
 //
@@ -74,10 +75,11 @@ void scale(Stream& stream, int n, float alpha, float* x) {
 class Ring final : public AllReduce, public ShardedCollectives {
  public:
   Ring(Runtime& runtime, std::span<const int> device_of_tower, std::size_t max_count,
-       WireBytes* wire)
+       WireBytes* wire, Reduction reduction)
       : device_of_tower_(device_of_tower.begin(), device_of_tower.end()),
         max_count_(max_count),
-        wire_(wire) {
+        wire_(wire),
+        reduction_(reduction) {
     const int n = towers();
     const std::size_t chunk = ring_chunk(max_count, n, 0).size;  // the largest chunk
     for (int r = 0; r < n; ++r) {
@@ -206,7 +208,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
     stream.copy(receive, left + c.offset, c.size * sizeof(float), reduce_names_[s]);
     count_wire(wrap(r - 1, n), r, c.size);
     if (c.size > 0) add_into(stream, add_names_[s], static_cast<int>(c.size), receive, mine + c.offset);
-    if (s == n - 2) {
+    if (s == n - 2 && reduction_ == Reduction::kMean) {
       // The chunk r now owns, (r+1), holds the sum over all towers: make it the mean.
       const Chunk owned = within(ring_chunk(count, n, wrap(r + 1, n)), window);
       if (owned.size > 0) {
@@ -233,6 +235,7 @@ class Ring final : public AllReduce, public ShardedCollectives {
   std::vector<int> device_of_tower_;
   std::size_t max_count_;
   WireBytes* wire_;  // where chunks copied between devices are counted; may be null
+  Reduction reduction_;  // the mean (scale the owned chunk) or the sum
   std::vector<Buffer> receive_;  // per tower: [largest chunk] floats on its device
   // done_[r][g]: tower r has finished step g-1; [0]: the work before average() is done.
   std::vector<std::vector<std::unique_ptr<Event>>> done_;
@@ -245,17 +248,26 @@ class Ring final : public AllReduce, public ShardedCollectives {
 
 std::unique_ptr<AllReduce> make_ring_allreduce(Runtime& runtime,
                                                std::span<const int> device_of_tower,
-                                               std::size_t max_count, WireBytes* wire) {
+                                               std::size_t max_count, WireBytes* wire,
+                                               Reduction reduction) {
   detail::check_towers("ring", runtime, device_of_tower);
-  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire, reduction);
 }
 
 std::unique_ptr<ShardedCollectives> make_ring_collectives(Runtime& runtime,
                                                           std::span<const int> device_of_tower,
                                                           std::size_t max_count,
-                                                          WireBytes* wire) {
+                                                          WireBytes* wire, Reduction reduction) {
   detail::check_towers("ring", runtime, device_of_tower);
-  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire);
+  return std::make_unique<Ring>(runtime, device_of_tower, max_count, wire, reduction);
+}
+
+std::vector<int> ring_reduction_order(int towers, int chunk) {
+  // Chunk c leaves tower c untouched at step 0 (tower c+1 pulls it and adds its own values),
+  // then travels right one tower per step, each adding its own: c, c+1, ..., c-1.
+  std::vector<int> order;
+  for (int k = 0; k < towers; ++k) order.push_back(wrap(chunk + k, towers));
+  return order;
 }
 
 }  // namespace towers

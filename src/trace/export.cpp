@@ -57,7 +57,7 @@ int pid_of(const TraceEvent& e) { return e.device < 0 ? 1000 : e.device; }
 // colour all-reduce ops by it (docs/_ext/towers_timeline.py), so what counts as
 // communication is decided here, once.
 const char* category(const TraceEvent& e) {
-  return e.device < 0 ? "host" : span::is_allreduce(e.name) ? "all-reduce" : "op";
+  return e.device < 0 ? "host" : span::is_collective(e.name) ? "all-reduce" : "op";
 }
 
 }  // namespace
@@ -181,7 +181,7 @@ std::string timeline_svg(const std::vector<TraceEvent>& all, const std::string& 
   for (const auto& e : events) {
     int row = row_of[{e.device < 0 ? 1 << 30 : e.device, e.stream}];
     const char* color = e.device < 0                 ? "#bbbbbb"
-                        : span::is_allreduce(e.name) ? kAllReduceColor
+                        : span::is_collective(e.name) ? kAllReduceColor
                         : e.tower < 0                ? "#555555"
                                                      : kColors[e.tower % 8];
     out << "<rect x=\"" << kLabel + (e.start_us - t0) * scale << "\" y=\"" << kTop + kRow * row + 2

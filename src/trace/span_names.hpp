@@ -64,4 +64,45 @@ inline std::string layer_gather(const std::string& layer, bool again) {
 /// Whether `name` is a copy of a ZeRO-3 layer gather (chapter 8's LayerGather).
 inline bool is_layer_gather(std::string_view name) { return name.starts_with(kLayerGatherPrefix); }
 
+/// Chapter 10's collectives run their ops under a scope (Stream::set_scope), so a trace
+/// tells them apart: "g ring rs 1/1" is a step of g's ring, "g nccl allreduce" NCCL's g.
+/// Tensor parallel's g: the all-reduce of local4's partial outputs (forward).
+inline constexpr char kTensorG[] = "g";
+/// Tensor parallel's f: the all-reduce of local3's partial input gradients (backward).
+inline constexpr char kTensorF[] = "f";
+/// The hybrid's all-gather of pool2's outputs.
+inline constexpr char kHybridGatherPool2[] = "ag pool2";
+/// The hybrid's reduce-scatter of local4's partial outputs.
+inline constexpr char kHybridScatterLocal4[] = "rs local4";
+/// The hybrid's all-gather of local4's output gradient.
+inline constexpr char kHybridGatherLocal4Gradient[] = "ag local4 grad";
+/// The hybrid's reduce-scatter of local3's partial input gradients.
+inline constexpr char kHybridScatterPool2Gradient[] = "rs pool2 grad";
+
+/// Whether `name` is an op of a collective (is_allreduce) run under `scope`.
+inline bool is_scoped_collective(std::string_view name, std::string_view scope) {
+  return name.size() > scope.size() && name.starts_with(scope) && name[scope.size()] == ' ' &&
+         is_allreduce(name.substr(scope.size() + 1));
+}
+/// Whether `name` is an op of chapter 10's g.
+inline bool is_tensor_g(std::string_view name) { return is_scoped_collective(name, kTensorG); }
+/// Whether `name` is an op of chapter 10's f.
+inline bool is_tensor_f(std::string_view name) { return is_scoped_collective(name, kTensorF); }
+/// Whether `name` is an op of any of chapter 10's scoped collectives (g, f, the hybrid's
+/// gathers and scatters).
+inline bool is_tensor_collective(std::string_view name) {
+  for (std::string_view scope : {kTensorG, kTensorF, kHybridGatherPool2, kHybridScatterLocal4,
+                                 kHybridGatherLocal4Gradient, kHybridScatterPool2Gradient}) {
+    if (is_scoped_collective(name, scope)) return true;
+  }
+  return false;
+}
+
+/// Whether `name` is communication between devices in a chapter's collectives: an
+/// all-reduce op (is_allreduce) or one of chapter 10's scoped collectives. The trace's
+/// exports colour these as the all-reduce (src/trace/export.cpp).
+inline bool is_collective(std::string_view name) {
+  return is_allreduce(name) || is_tensor_collective(name);
+}
+
 }  // namespace towers::span

@@ -18,8 +18,9 @@ namespace {
 using testing::round_robin;
 using testing::TowerBuffers;
 
-// Traces one step-tagged ring all-reduce over `towers` towers on as many host devices.
-std::vector<TraceEvent> traced_ring(int towers) {
+// Traces one step-tagged ring all-reduce over `towers` towers on as many host devices,
+// its streams scoped as `scope` (chapter 10 runs g and f so) unless it is empty.
+std::vector<TraceEvent> traced_ring(int towers, const std::string& scope = "") {
   auto rt = Runtime::create({BackendChoice::kHost, towers});
   const std::size_t count = 64;
   auto ring = make_ring_allreduce(*rt, round_robin(towers, towers), count);
@@ -27,9 +28,32 @@ std::vector<TraceEvent> traced_ring(int towers) {
   buffers.upload();
   rt->trace().set_enabled(true);
   rt->trace().set_step(0);
+  for (Stream* stream : buffers.streams()) stream->set_scope(scope);
   ring->average(buffers.buffers(), count, buffers.streams());
   buffers.synchronize();
   return rt->trace().collect();
+}
+
+// Chapter 10's g and f are the ring under a scope: each analyser finds its own and only
+// its own, the chapter-4 analysers count neither, and the exports colour both as
+// communication.
+TEST(SpanNames, ChapterTensScopedRingsAreFoundByTheirOwnNamesOnly) {
+  int g_ops = 0, f_ops = 0;
+  for (const auto& [scope, count] : {std::pair{span::kTensorG, &g_ops}, std::pair{span::kTensorF, &f_ops}}) {
+    for (const TraceEvent& e : traced_ring(2, scope)) {
+      if (e.name.find("ring") == std::string::npos) continue;
+      ++*count;
+      EXPECT_EQ(span::is_tensor_g(e.name), scope == span::kTensorG) << e.name;
+      EXPECT_EQ(span::is_tensor_f(e.name), scope == span::kTensorF) << e.name;
+      EXPECT_TRUE(span::is_tensor_collective(e.name)) << e.name;
+      EXPECT_TRUE(span::is_collective(e.name)) << e.name;
+      EXPECT_FALSE(is_allreduce_op(e.name)) << e.name << ": chapter 4's allreduce_ms counts it";
+    }
+  }
+  EXPECT_GT(g_ops, 0);
+  EXPECT_GT(f_ops, 0);
+  EXPECT_FALSE(span::is_tensor_g("gather conv2"));  // chapter 8's layer gathers
+  EXPECT_FALSE(span::is_tensor_collective("local4 gemm"));
 }
 
 TEST(SpanNames, PipelineTraceFindsTheRingsAllReduceTime) {

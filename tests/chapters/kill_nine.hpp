@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The kill -9 and resume check that every chapter with checkpoints passes: in one process
-// (chapters 2 to 9, reliability_test.cpp) and as a job of ranks started with mpiexec
+// (chapters 2 to 10, reliability_test.cpp) and as a job of ranks started with mpiexec
 // (chapters 5 and 6, ranks.hpp). What differs is only how the job is run and killed.
 #pragma once
 

@@ -402,7 +402,7 @@ TEST(CheckpointLock, ASecondRunOnAFolderInUseIsRefusedNamingTheFirst) {
   EXPECT_NE(after.output.find("resumed from"), std::string::npos) << after.output;
 }
 
-// --- Kill -9 and resume, chapters 2, 3, 4, 6, 7, 8 and 9 ----------------------------------
+// --- Kill -9 and resume, chapters 2, 3, 4, 6, 7, 8, 9 and 10 ------------------------------
 
 // What differs between the chapters' kill tests.
 struct KillCase {
@@ -460,6 +460,18 @@ TEST(KillAndResume, Chapter9sStagesContinueByteForByte) {
                                {.extra = "--model cifar --stages 2 --micro-batches 2",
                                 .loss_key = "final_cross_entropy",
                                 .log_every = false});
+}
+
+// Tensor parallel: two ranks share each batch of 4, each keeping its columns of local3
+// and rows of local4; the checkpoint holds the slices put together (chapter 1's layout),
+// and the resumed ranks take their slices back. The hybrid: two towers of 4, the slices
+// over all 8 images. An epoch of the tiny set is 7 batches of 4, or 3 of 8.
+TEST(KillAndResume, Chapter10sTensorRanksContinueByteForByte) {
+  expect_kill_and_exact_resume("10_tensor");
+}
+
+TEST(KillAndResume, Chapter10sHybridContinuesByteForByte) {
+  expect_kill_and_exact_resume("10_tensor", {.extra = "--hybrid"});
 }
 
 // The iterators and the queue record the input's position in the same terms, so a
