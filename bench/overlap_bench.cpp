@@ -41,9 +41,9 @@
 namespace towers {
 namespace {
 
+using bench::best_of;
+using bench::chapter_program;
 using bench::flag_number;
-using bench::own_directory;
-using bench::run_chapter;
 using bench::SummaryMap;
 using bench::with;
 
@@ -59,20 +59,8 @@ struct BenchOptions {
 
 double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
-SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
-  SummaryMap best;
-  for (int r = 0; r < repeats; ++r) {
-    SummaryMap s = run_chapter(command, "step_ms");
-    if (r == 0 || number(s, "step_ms") < number(best, "step_ms")) best = s;
-  }
-  return best;
-}
-
 int run(const BenchOptions& o) {
-  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/06_overlap";
-  if (!std::filesystem::exists(program)) {
-    throw UsageError(program + " not found; build target 06_overlap, or point --bin-dir at it.");
-  }
+  const std::string program = chapter_program(o.bin_dir, "06_overlap");
   std::printf("# bench_overlap: chapter 6, overlap on vs off, host backend, %d devices, batch %d "
               "per tower, %d steps (first untimed), best of %d; %ld cores here\n",
               o.devices, o.batch_size, o.steps, o.repeats, sysconf(_SC_NPROCESSORS_ONLN));
@@ -86,13 +74,14 @@ int run(const BenchOptions& o) {
                                    std::to_string(o.batch_size), "--steps",
                                    std::to_string(o.steps), "--log-every", "1000"};
     if (link > 0) flags = with(flags, {"--link-gbps", flag_number(link)});
-    const SummaryMap off = best_of(with(flags, {"--overlap", "off"}), o.repeats);
+    const SummaryMap off = best_of(with(flags, {"--overlap", "off"}), o.repeats, "step_ms");
     const double off_ms = number(off, "step_ms"), comm = number(off, "exposed_comm_ms");
     const double compute = std::max(0.0, off_ms - comm);
     for (double cap : o.bucket_mb) {
       const auto buckets = make_buckets(cap);
       const SummaryMap on =
-          best_of(with(flags, {"--overlap", "on", "--bucket-mb", flag_number(cap)}), o.repeats);
+          best_of(with(flags, {"--overlap", "on", "--bucket-mb", flag_number(cap)}), o.repeats,
+                  "step_ms");
       const double on_ms = number(on, "step_ms");
       const double last_share = static_cast<double>(buckets.back().count) / model::kNumParameters;
       const double expect = buckets.size() == 1 ? compute + comm
@@ -126,10 +115,7 @@ int run(const BenchOptions& o) {
 int main(int argc, char** argv) {
   CLI::App app{"Chapter 6's step time with the all-reduce overlapped vs after the backward pass"};
   towers::BenchOptions options;
-  app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
-      ->delimiter(',')
-      ->capture_default_str()
-      ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
+  towers::bench::add_links_flag(app, options.links);
   app.add_option("--bucket-mb", options.bucket_mb, "bucket caps in MiB, 0: one per layer")
       ->delimiter(',')
       ->capture_default_str()
@@ -137,12 +123,8 @@ int main(int argc, char** argv) {
   // Every number is checked as it is parsed: CLI11 reads an empty value as 0.
   app.add_option("--devices", options.devices, "simulated devices, one tower each")
       ->capture_default_str()->check(towers::whole_number(2, towers::kMaxDevices, "(an all-reduce needs two)"));
-  app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
-  app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
-  app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
-      ->capture_default_str()->check(towers::whole_number(1, 1000));
-  app.add_option("--bin-dir", options.bin_dir, "where 06_overlap is (default: here)");
+  towers::bench::add_step_flags(app, options.batch_size, options.steps);
+  towers::bench::add_repeat_flags(app, options.repeats, options.bin_dir,
+                                  "runs per case; the fastest is kept", "06_overlap is");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

@@ -32,7 +32,6 @@
 namespace towers {
 namespace {
 
-using bench::own_directory;
 using bench::run_chapter;
 using bench::SummaryMap;
 
@@ -82,10 +81,7 @@ std::vector<Case> plan_cases(const BenchOptions& o, std::string& skipped) {
 }
 
 int run(const BenchOptions& o) {
-  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/09_pipeline";
-  if (!std::filesystem::exists(program)) {
-    throw UsageError(program + " not found; build target 09_pipeline, or point --bin-dir at it.");
-  }
+  const std::string program = bench::chapter_program(o.bin_dir, "09_pipeline");
   std::string skipped;
   const std::vector<Case> cases = plan_cases(o, skipped);
   if (cases.empty()) {

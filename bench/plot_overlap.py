@@ -16,8 +16,8 @@ here, and nothing but the table is read: the SVG is the same for the same rows.
 import argparse
 import re
 
-from svg_chart import (NUMBER, fail, frame, nice_step, number, read_lines, regenerate_command,
-                       write_or_check, y_axis)
+from svg_chart import (NUMBER, chart_arguments, fail, frame, nice_step, number, read_lines,
+                       regenerate_command, write_or_check, y_axis)
 
 PROGRAM = "plot_overlap"
 ROW = re.compile(rf"^\s*({NUMBER})\s+([0-9]+)\s+({NUMBER})\s+({NUMBER})\s+({NUMBER})\s+"
@@ -134,11 +134,7 @@ def svg(rows, title):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", help="bench_overlap output or a results page")
-    parser.add_argument("--svg", required=True, help="where to write the chart")
-    parser.add_argument("--title", default="bench_overlap: step time, overlap off and on, "
-                                            "2 simulated devices")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when --svg differs from what RESULTS give")
+    chart_arguments(parser, "bench_overlap: step time, overlap off and on, 2 simulated devices")
     args = parser.parse_args()
     text = svg(read_rows(args.results), args.title)
     write_or_check(PROGRAM, args.svg, text, args.check,

@@ -18,7 +18,7 @@ import argparse
 import math
 import re
 
-from svg_chart import (NUMBER, fail, frame, number, read_lines, regenerate_command,
+from svg_chart import (NUMBER, chart_arguments, fail, frame, number, read_lines, regenerate_command,
                        write_or_check, y_axis)
 
 PROGRAM = "plot_sharded"
@@ -113,11 +113,7 @@ def svg(rows, optimizer, title):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", help="bench_sharded output or a results page quoting it")
-    parser.add_argument("--svg", required=True, help="where to write the chart")
-    parser.add_argument("--title", default="bench_sharded: memory per device against N, "
-                                            "per ZeRO stage")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 when --svg differs from what RESULTS give")
+    chart_arguments(parser, "bench_sharded: memory per device against N, per ZeRO stage")
     args = parser.parse_args()
     rows, optimizer = read_rows(args.results)
     text = svg(rows, optimizer, args.title)

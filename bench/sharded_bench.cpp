@@ -38,9 +38,9 @@
 namespace towers {
 namespace {
 
+using bench::best_of;
+using bench::chapter_program;
 using bench::flag_number;
-using bench::own_directory;
-using bench::run_chapter;
 using bench::SummaryMap;
 
 struct BenchOptions {
@@ -60,21 +60,9 @@ long long bytes(const SummaryMap& s, const std::string& key) {
   return static_cast<long long>(number(s, key));
 }
 
-SummaryMap best_of(const std::vector<std::string>& command, int repeats) {
-  SummaryMap best;
-  for (int r = 0; r < repeats; ++r) {
-    SummaryMap s = run_chapter(command, "peak_total_bytes");
-    if (r == 0 || number(s, "step_ms") < number(best, "step_ms")) best = s;
-  }
-  return best;
-}
-
 int run(const BenchOptions& o) {
   if (o.stages.empty()) throw UsageError("--zero must name a stage");
-  const std::string program = (o.bin_dir.empty() ? own_directory() : o.bin_dir) + "/08_sharded";
-  if (!std::filesystem::exists(program)) {
-    throw UsageError(program + " not found; build target 08_sharded, or point --bin-dir at it.");
-  }
+  const std::string program = chapter_program(o.bin_dir, "08_sharded");
   std::printf("# bench_sharded: chapter 8, host backend, batch %d per tower, %d steps (first "
               "untimed), best of %d; memory: peak per device (largest device), MB = 1e6 bytes; "
               "%ld cores here\n",
@@ -101,7 +89,7 @@ int run(const BenchOptions& o) {
           std::vector<std::string> command = flags;
           command.push_back("--zero");
           command.push_back(std::to_string(stage));
-          const SummaryMap s = best_of(command, o.repeats);
+          const SummaryMap s = best_of(command, o.repeats, "peak_total_bytes");
           if (stage == o.stages.front()) first = s;
           const bool same = s.at("averages_hash") == first.at("averages_hash") &&
                             s.at("final_loss") == first.at("final_loss");
@@ -163,19 +151,12 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str()
       ->check(towers::whole_number(1, 8));
-  app.add_option("--links", options.links, "link bandwidths in Gb/s, 0: unlimited")
-      ->delimiter(',')
-      ->capture_default_str()
-      ->check(towers::link_gbps(/*zero_means_unlimited=*/true));
+  towers::bench::add_links_flag(app, options.links);
   app.add_option("--optimizers", options.optimizers, "chapter 8's --optimizer values to run")
       ->delimiter(',')
       ->capture_default_str()->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
-  app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
-  app.add_option("--repeats", options.repeats, "runs per case; the fastest is kept")
-      ->capture_default_str()->check(towers::whole_number(1, 1000));
-  app.add_option("--bin-dir", options.bin_dir, "where 08_sharded is (default: here)");
+  towers::bench::add_step_flags(app, options.batch_size, options.steps);
+  towers::bench::add_repeat_flags(app, options.repeats, options.bin_dir,
+                                  "runs per case; the fastest is kept", "08_sharded is");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

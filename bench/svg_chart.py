@@ -48,6 +48,15 @@ def number(program, text, column, where, allow_inf=False):
     return value
 
 
+def chart_arguments(parser, title):
+    """Adds what every chart's command line has after its results: --svg (where to write
+    the chart), --title (`title` by default) and --check (compare, write nothing)."""
+    parser.add_argument("--svg", required=True, help="where to write the chart")
+    parser.add_argument("--title", default=title)
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when --svg differs from what RESULTS give")
+
+
 def regenerate_command(words):
     """The command that redraws a chart, quoted as a shell reads it (paths with spaces)."""
     return shlex.join(words)

@@ -134,12 +134,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(towers::whole_number(1, towers::kMaxDevices));
   app.add_option("--towers-per-device", options.towers_per_device, "towers sharing a device")
       ->capture_default_str()->check(towers::whole_number(1, 64));
-  app.add_option("--batch-size", options.batch_size, "images per tower per step")
-      ->capture_default_str()->check(towers::whole_number(1, towers::model::kMaxBatchSize));
-  app.add_option("--steps", options.steps, "steps per run (the first is not timed)")
-      ->capture_default_str()->check(towers::whole_number(2, 1000000, "(the first step is not timed)"));
-  app.add_option("--repeats", options.repeats, "runs per chapter; the fastest is kept")
-      ->capture_default_str()->check(towers::whole_number(1, 1000));
-  app.add_option("--bin-dir", options.bin_dir, "where the chapter programs are (default: here)");
+  towers::bench::add_step_flags(app, options.batch_size, options.steps);
+  towers::bench::add_repeat_flags(app, options.repeats, options.bin_dir,
+                                  "runs per chapter; the fastest is kept",
+                                  "the chapter programs are");
   return towers::run_program(app, argc, argv, [&] { return towers::run(options); });
 }

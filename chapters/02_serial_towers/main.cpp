@@ -6,6 +6,7 @@
 // average_gradients(), as the tutorial's towers meet on /cpu:0.
 #include <vector>
 
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -17,15 +18,11 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 2: N towers driven by a loop that waits for each tower (serial); "
-               "gradients averaged on the host."};
-  TrainingFlags flags;
-  bool probe = false;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
+  TowerFlags flags{"Chapter 2: N towers driven by a loop that waits for each tower (serial); "
+                   "gradients averaged on the host."};
 
-  return run_program(app, argc, argv, [&] {
-    TowerTraining training(flags, probe);
+  return run_program(flags.app, argc, argv, [&] {
+    TowerTraining training(flags);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     const int n = static_cast<int>(kNumParameters);

@@ -5,6 +5,7 @@
 // device 0: average_gradients() runs there and waits for each tower with an event, since
 // a meeting on the host would need the host wait that the first change removes. The sums
 // keep chapter 2's order, so the parameters stay bit-identical.
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -16,15 +17,11 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 3: N towers whose loop only enqueues (concurrent); gradients "
-               "averaged on device 0 with peer copies ordered by events."};
-  TrainingFlags flags;
-  bool probe = false;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
+  TowerFlags flags{"Chapter 3: N towers whose loop only enqueues (concurrent); gradients "
+                   "averaged on device 0 with peer copies ordered by events."};
 
-  return run_program(app, argc, argv, [&] {
-    TowerTraining training(flags, probe);
+  return run_program(flags.app, argc, argv, [&] {
+    TowerTraining training(flags);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     const std::size_t param_bytes = kNumParameters * sizeof(float);

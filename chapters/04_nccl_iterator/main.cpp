@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "harness/lesson_flags.hpp"
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -26,46 +26,37 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 4: N towers fed by their own prefetching iterators; gradients "
-               "averaged by an all-reduce (NCCL or a ring), every tower updating its own copy."};
-  TrainingFlags flags;
-  bool probe = false;
-  std::string allreduce_choice = "auto";
+  AllReduceTowerFlags flags{"Chapter 4: N towers fed by their own prefetching iterators; gradients "
+                            "averaged by an all-reduce (NCCL or a ring), every tower updating its "
+                            "own copy."};
   std::string input_choice = "iterator";
-  InputFlags input_flags;
-  CheckFlags check_flags;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
-  add_allreduce_flag(app, allreduce_choice);
-  add_input_flags(app, input_flags);
-  add_check_flags(app, check_flags);
-  app.add_option("--input", input_choice,
-                 "where towers get their batches: iterator (each its own, made ahead) or queue "
-                 "(chapter 3's: the training thread dequeues a global batch, tower i copies "
-                 "slice i)")
+  flags.app.add_option("--input", input_choice,
+                       "where towers get their batches: iterator (each its own, made ahead) or "
+                       "queue (chapter 3's: the training thread dequeues a global batch, tower i "
+                       "copies slice i)")
       ->capture_default_str()
       ->check(CLI::IsMember({"iterator", "queue"}));
 
-  return run_program(app, argc, argv, [&] {
+  return run_program(flags.app, argc, argv, [&] {
     const bool from_queue = input_choice == "queue";
     for (const char* flag : {"--prefetch", "--input-threads"}) {
-      if (from_queue && app.count(flag) > 0) {
+      if (from_queue && flags.app.count(flag) > 0) {
         throw UsageError(std::string(flag) + " sets up the iterators, but --input queue has "
                          "none. Drop it, or use --input iterator.");
       }
     }
-    TowerTraining training(flags, probe,
+    TowerTraining training(flags,
                            from_queue ? TowerInput::kGlobalBatch : TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     std::unique_ptr<TowerInputs> inputs;  // none with --input queue
-    if (!from_queue) inputs = std::make_unique<TowerInputs>(training, input_flags);
+    if (!from_queue) inputs = std::make_unique<TowerInputs>(training, flags.input);
     auto allreduce =
-        make_tower_allreduce(training.runtime(), towers, allreduce_choice, kNumParameters);
+        make_tower_allreduce(training.runtime(), towers, flags.allreduce, kNumParameters);
     // Every tower owns its variables: parameters and moving averages, on its device.
     TowerVariables vars(towers);
     training.start(vars, inputs.get());  // from --seed, or where a checkpoint stood
-    ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
+    ParameterCheck check(towers, kNumParameters, flags.check, flags.steps);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
     const std::int64_t steps_per_decay = decay_steps(training.batch_size(), num_gpus);
@@ -95,12 +86,10 @@ int main(int argc, char** argv) {
       // docs-begin: allreduce-update
       // Where towers meet: each tower's stream waits for all.
       allreduce->average(vars.grads, kNumParameters, vars.streams);
-      for (int i = 0; i < num_gpus; ++i) {  // every tower applies the same mean to its own copy
-        Stream& stream = *vars.streams[i];
-        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
-                        vars.params[i]);
-        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
-                               vars.averages[i]);
+      // Every tower applies the same mean to its own copy: SGD, then the moving averages.
+      for (int i = 0; i < num_gpus; ++i) {
+        apply_update(*vars.streams[i], global_step, steps_per_decay, vars.grads[i],
+                     vars.params[i], vars.averages[i]);
       }
       // docs-end: allreduce-update
       step.enqueued();

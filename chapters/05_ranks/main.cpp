@@ -13,6 +13,7 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
+#include "harness/rank_flags.hpp"
 #include "harness/lesson_flags.hpp"
 #include "harness/rank_placement.hpp"
 #include "harness/rank_program.hpp"
@@ -33,42 +34,17 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 5: one process per device. Each MPI rank trains one tower on its own "
-               "shard; ranks average gradients with one all-reduce (MPI_Allreduce, a ring over "
-               "MPI_Sendrecv, or NCCL). Run: mpirun -n N 05_ranks ..."};
-  TrainingFlags flags;
-  std::string allreduce_choice = "auto";
-  InputFlags input_flags;
-  CheckFlags check_flags;
-  FaultFlags fault_flags;
-  RankCheckpointFlags checkpoint_flags;
-  double collective_timeout_s = 30;
-  add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
-  add_save_params_flag(app, flags.save_params, " (rank 0 writes it)");
-  add_rank_allreduce_flag(app, allreduce_choice);
-  add_input_flags(app, input_flags);
-  add_check_flags(app, check_flags);
-  app.add_option("--collective-timeout", collective_timeout_s,
-                 "seconds any one collective may wait for the other ranks before the job ends")
-      ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"));
-  add_rank_checkpoint_flags(app, checkpoint_flags);
-  add_fault_flags(app, fault_flags);
+  RankFlags flags{"Chapter 5: one process per device. Each MPI rank trains one tower on its "
+                  "own shard; ranks average gradients with one all-reduce (MPI_Allreduce, a ring "
+                  "over MPI_Sendrecv, or NCCL). Run: mpirun -n N 05_ranks ..."};
 
-  return run_rank_program(app, argc, argv, [&](MpiJob& job) {
-    // The simulated link slows copies between one process's devices; here each rank has
-    // one device and the gradients cross a real link (MPI), which the flag cannot slow.
-    if (flags.runtime.link.asked()) {
-      throw UsageError("--link-gbps and --link-latency-us model the link between the "
-                       "simulated devices of one process (the other chapters, with --devices "
-                       "2 or more); chapter 5's ranks talk over MPI on a real link. Leave them "
-                       "out; to slow that link, run the ranks on two machines: "
-                       "scripts/two-hosts up --rate 500mbit, then scripts/two-hosts run -- "
-                       "build/bin/05_ranks ...");
-    }
+  return run_rank_program(flags.app, argc, argv, [&](MpiJob& job) {
+    // --link-gbps slows one process's simulated link; the ranks' link is real: refused.
+    refuse_simulated_link(flags, "05_ranks");
     // Rank 0 alone settles --checkpoint-dir (and --eval's test set) and reads the
     // checkpoint to resume; a refusal there ends every rank before step 0, with rank 0's
     // message. The resumed state is then every rank's.
-    const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
+    const RankCheckpoints checkpoints(job, flags.rank_checkpoints, flags.data_dir);
     flags.eval = checkpoints.evaluate_here();
     // docs-begin: rank-device
     // One tower per process: tower index = rank (so it reads the rank's shard), on a
@@ -86,16 +62,16 @@ int main(int argc, char** argv) {
     std::printf("%d rank(s), %d on this machine; rank 0 trains tower 0 on %s device %d\n",
                 job.size(), job.local_size(), std::string(to_string(training.runtime().backend())).c_str(),
                 tower.device->index());
-    Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
-    auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
+    Watchdog watchdog(job, flags.collective_timeout());
+    TowerInputs inputs(training.train_set(), training.towers(), flags.input, flags.seed, num_gpus);
+    auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, flags.allreduce, job,
                                          watchdog, kNumParameters);
     // This rank's variables: parameters and moving averages, on its device: from --seed,
     // or the resumed checkpoint's; the input from where that checkpoint's stood.
     RankVariables vars(*tower.device, *tower.stream);
     training.start(vars, &inputs);
     float* grads = tower.grads.as<float>();
-    RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
+    RankParameterCheck check(tower, kNumParameters, flags.check, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     training.watch_trace([&](const std::vector<TraceEvent>& events) { pipeline.collect(events); });
     merge_rank_traces(training, job);  // one job-wide trace at the end, on rank 0's clock
@@ -106,17 +82,15 @@ int main(int argc, char** argv) {
       // `run_step` counts this run's steps; `global_step` the job's since --seed (resumes too).
       const std::int64_t global_step = first_step + run_step;
       StepScope step = training.step(run_step);
-      maybe_fail(fault_flags, job, run_step);  // test hook; nothing unless --fail-rank
+      maybe_fail(flags.faults, job, run_step);  // test hook; nothing unless --fail-rank
       // docs-begin: rank-step
       const data::Batch batch = inputs[0].next();       // this rank's shard of the step
       tower.stream->wait(*batch.ready);
       tower_loss(tower, vars.params(), batch);         // returns at once
       inputs[0].release(batch, *tower.stream);
       allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // ranks meet
-      apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
-                      vars.params());
-      update_moving_averages(*tower.stream, moving_average_decay(global_step), vars.params(),
-                             vars.averages());
+      apply_update(*tower.stream, global_step, steps_per_decay, grads, vars.params(),
+                   vars.averages());  // SGD, then the moving averages: chapter 4's update
       // docs-end: rank-step
       step.enqueued();
       allreduce->wait(*tower.stream);  // the one wait of the step; fails rather than hangs

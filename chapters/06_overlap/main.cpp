@@ -14,8 +14,10 @@
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
+#include "overlap_keys.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce_choice.hpp"
@@ -28,30 +30,21 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 6: chapter 4's step with the gradients all-reduced in buckets on a "
-               "communication stream, each as soon as the backward pass has finished it."};
-  TrainingFlags flags;
-  bool probe = false;
-  std::string allreduce_choice = "auto";
-  InputFlags input_flags;
-  CheckFlags check_flags;
+  AllReduceTowerFlags flags{"Chapter 6: chapter 4's step with the gradients all-reduced in buckets "
+                            "on a communication stream, each as soon as the backward pass has "
+                            "finished it."};
   OverlapFlags overlap_flags;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
-  add_allreduce_flag(app, allreduce_choice);
-  add_input_flags(app, input_flags);
-  add_check_flags(app, check_flags);
-  add_overlap_flags(app, overlap_flags);
+  add_overlap_flags(flags.app, overlap_flags);
 
-  return run_program(app, argc, argv, [&] {
-    TowerTraining training(flags, probe, TowerInput::kOwnIterators);
+  return run_program(flags.app, argc, argv, [&] {
+    TowerTraining training(flags, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
-    TowerInputs inputs(training, input_flags);
+    TowerInputs inputs(training, flags.input);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
-    auto allreduce = make_tower_allreduce(training.runtime(), towers, allreduce_choice,
+    auto allreduce = make_tower_allreduce(training.runtime(), towers, flags.allreduce,
                                           overlap_flags.overlap ? largest_bucket : kNumParameters);
     // As chapter 4, every tower owns its variables. New: a communication stream per tower,
     // an event per layer that the backward pass records, and one for "all buckets done".
@@ -74,7 +67,7 @@ int main(int argc, char** argv) {
       }
       reduced.push_back(tower->device->create_wait_event());
     }
-    ParameterCheck check(towers, kNumParameters, check_flags, flags.steps);
+    ParameterCheck check(towers, kNumParameters, flags.check, flags.steps);
     PipelineTrace pipeline;
     OverlapTrace overlap;
     training.watch_trace([&](const std::vector<TraceEvent>& events) {
@@ -92,7 +85,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<Rendezvous> comm_probe;
     const int probe_step = flags.steps > 1 ? 1 : 0;
     const int probe_layer = buckets.front().last_layer;
-    if (probe && overlap_flags.overlap && buckets.size() > 1) {
+    if (flags.probe && overlap_flags.overlap && buckets.size() > 1) {
       comm_probe = std::make_unique<Rendezvous>(training.runtime(), 2);
     }
     // Tower 0's backward pass in the probe's step: the lesson's one below, held in the
@@ -144,12 +137,9 @@ int main(int argc, char** argv) {
         // Chapter 4: one all-reduce after the whole backward pass.
         allreduce->average(vars.grads, kNumParameters, vars.streams);
       }
-      for (int i = 0; i < num_gpus; ++i) {
-        Stream& stream = *vars.streams[i];
-        apply_gradients(stream, learning_rate(global_step, steps_per_decay), vars.grads[i],
-                        vars.params[i]);
-        update_moving_averages(stream, moving_average_decay(global_step), vars.params[i],
-                               vars.averages[i]);
+      for (int i = 0; i < num_gpus; ++i) {  // as chapter 4: each tower its own copy
+        apply_update(*vars.streams[i], global_step, steps_per_decay, vars.grads[i],
+                     vars.params[i], vars.averages[i]);
       }
       step.enqueued();
       training.runtime().synchronize();  // the one wait of the step: read the loss
@@ -157,13 +147,8 @@ int main(int argc, char** argv) {
       check.after_step(run_step, vars.params);
     }
     Summary extra;
-    extra.add("allreduce", std::string(allreduce->name()))
-        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
-        .add("overlap_mode", std::string(overlap_flags.overlap ? "on" : "off"))
-        .add("buckets", static_cast<long long>(overlap_flags.overlap ? buckets.size() : 1))
-        .add("overlap_comm", overlap.overlap_comm(), 3)
-        .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
-        .add("param_checks", check.checks());
+    add_overlap_keys(extra, allreduce->name(), pipeline, overlap, overlap_flags.overlap,
+                     buckets.size(), check.checks());
     if (comm_probe && training.steps_run() > probe_step) {
       extra.add("comm_rendezvous", std::string(comm_probe->all_met() ? "met" : "timeout"));
     }

@@ -14,6 +14,7 @@
 #include "harness/pipeline_trace.hpp"
 #include "harness/rank_check.hpp"
 #include "harness/rank_checkpoints.hpp"
+#include "harness/rank_flags.hpp"
 #include "harness/lesson_flags.hpp"
 #include "harness/rank_placement.hpp"
 #include "harness/rank_program.hpp"
@@ -21,6 +22,7 @@
 #include "harness/tower_inputs.hpp"
 #include "harness/tower_training.hpp"
 #include "model/gradient_layers.hpp"
+#include "overlap_keys.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "mpi/fault_injection.hpp"
@@ -36,38 +38,17 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 6 across ranks: one process per device (mpirun -n N), the gradients "
-               "all-reduced between ranks in buckets on a communication stream, each as soon "
-               "as the backward pass has finished it. Run: mpirun -n N 06_overlap_ranks ..."};
-  TrainingFlags flags;
-  std::string allreduce_choice = "auto";
-  InputFlags input_flags;
-  CheckFlags check_flags;
-  FaultFlags fault_flags;
+  RankFlags flags{"Chapter 6 across ranks: one process per device (mpirun -n N), the "
+                  "gradients all-reduced between ranks in buckets on a communication stream, "
+                  "each as soon as the backward pass has finished it. Run: mpirun -n N "
+                  "06_overlap_ranks ..."};
   OverlapFlags overlap_flags;
-  RankCheckpointFlags checkpoint_flags;
-  double collective_timeout_s = 30;
-  add_training_flags(app, flags, /*with_towers=*/false);  // the towers are the ranks
-  add_save_params_flag(app, flags.save_params, " (rank 0 writes it)");
-  add_rank_allreduce_flag(app, allreduce_choice);
-  add_input_flags(app, input_flags);
-  add_check_flags(app, check_flags);
-  add_overlap_flags(app, overlap_flags);
-  app.add_option("--collective-timeout", collective_timeout_s,
-                 "seconds any one collective may wait for the other ranks before the job ends")
-      ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"));
-  add_rank_checkpoint_flags(app, checkpoint_flags);
-  add_fault_flags(app, fault_flags);
+  add_overlap_flags(flags.app, overlap_flags);
 
-  return run_rank_program(app, argc, argv, [&](MpiJob& job) {
-    if (flags.runtime.link.asked()) {  // as in chapter 5: the ranks' link is real
-      throw UsageError("--link-gbps and --link-latency-us model the link between the "
-                       "simulated devices of one process (06_overlap --devices 2 or more); "
-                       "these ranks talk over MPI on a real link. Leave them out; to slow it, "
-                       "run the ranks on two machines: scripts/two-hosts up --rate 500mbit.");
-    }
+  return run_rank_program(flags.app, argc, argv, [&](MpiJob& job) {
+    refuse_simulated_link(flags, "06_overlap_ranks");  // as in chapter 5: the link is real
     // As chapter 5: rank 0 settles the checkpoint folder; every rank resumes its state.
-    const RankCheckpoints checkpoints(job, checkpoint_flags, flags.data_dir);
+    const RankCheckpoints checkpoints(job, flags.rank_checkpoints, flags.data_dir);
     flags.eval = checkpoints.evaluate_here();
     // One tower per process, as chapter 5: tower index = rank, one device per rank.
     place_one_tower_per_rank(flags, job.rank(), job.local_rank());
@@ -78,12 +59,12 @@ int main(int argc, char** argv) {
     const std::int64_t first_step = training.first_global_step();
     Tower& tower = *training.towers()[0];
     const int num_gpus = job.size();
-    Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(collective_timeout_s * 1000)));
-    TowerInputs inputs(training.train_set(), training.towers(), input_flags, flags.seed, num_gpus);
+    Watchdog watchdog(job, flags.collective_timeout());
+    TowerInputs inputs(training.train_set(), training.towers(), flags.input, flags.seed, num_gpus);
     const std::vector<Bucket> buckets = make_buckets(overlap_flags.bucket_mb);
     std::size_t largest_bucket = 0;
     for (const Bucket& bucket : buckets) largest_bucket = std::max(largest_bucket, bucket.count);
-    auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, allreduce_choice, job,
+    auto allreduce = make_rank_allreduce(training.runtime(), *tower.device, flags.allreduce, job,
                                          watchdog, overlap_flags.overlap ? largest_bucket : kNumParameters);
     // From --seed, or the checkpoint's, as chapter 5.
     RankVariables vars(*tower.device, *tower.stream);
@@ -98,7 +79,7 @@ int main(int argc, char** argv) {
       layer_ready.push_back(tower.device->create_wait_event());
     }
     std::unique_ptr<Event> reduced = tower.device->create_wait_event();
-    RankParameterCheck check(tower, kNumParameters, check_flags, flags.steps, job, watchdog);
+    RankParameterCheck check(tower, kNumParameters, flags.check, flags.steps, job, watchdog);
     PipelineTrace pipeline;
     OverlapTrace overlap;
     training.watch_trace([&](const std::vector<TraceEvent>& events) {
@@ -112,7 +93,7 @@ int main(int argc, char** argv) {
     for (int run_step = 0; run_step < flags.steps && !stop; ++run_step) {
       const std::int64_t global_step = first_step + run_step;  // since --seed, resumes too
       StepScope step = training.step(run_step);
-      maybe_fail(fault_flags, job, run_step);  // test hook; nothing unless --fail-rank
+      maybe_fail(flags.faults, job, run_step);  // test hook; nothing unless --fail-rank
       const data::Batch batch = inputs[0].next();
       tower.stream->wait(*batch.ready);
       // docs-begin: rank-buckets
@@ -131,10 +112,8 @@ int main(int argc, char** argv) {
         allreduce->average(grads, kNumParameters, *tower.stream, run_step);  // chapter 5
       }
       // docs-end: rank-buckets
-      apply_gradients(*tower.stream, learning_rate(global_step, steps_per_decay), grads,
-                      vars.params());
-      update_moving_averages(*tower.stream, moving_average_decay(global_step), vars.params(),
-                             vars.averages());
+      apply_update(*tower.stream, global_step, steps_per_decay, grads, vars.params(),
+                   vars.averages());  // SGD, then the moving averages: chapter 4's update
       step.enqueued();
       if (overlap_flags.overlap) allreduce->wait(*comm);
       allreduce->wait(*tower.stream);  // fails rather than hangs
@@ -148,13 +127,8 @@ int main(int argc, char** argv) {
     }
     training.print_timeline("chapter 6: overlap across ranks");
     Summary extra;
-    extra.add("allreduce", std::string(allreduce->name()))
-        .add("allreduce_ms", pipeline.mean_allreduce_ms(), 3)
-        .add("overlap_mode", std::string(overlap_flags.overlap ? "on" : "off"))
-        .add("buckets", static_cast<long long>(overlap_flags.overlap ? buckets.size() : 1))
-        .add("overlap_comm", overlap.overlap_comm(), 3)
-        .add("exposed_comm_ms", overlap.exposed_comm_ms(), 3)
-        .add("param_checks", check.checks())
+    add_overlap_keys(extra, allreduce->name(), pipeline, overlap, overlap_flags.overlap,
+                     buckets.size(), check.checks())  // as 06_overlap's
         .add("ranks", job.size())
         .add("global_step", static_cast<long long>(first_step + training.steps_run()));
     return training.write_outputs_and_summary("allreduce", extra);

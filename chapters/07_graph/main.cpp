@@ -14,6 +14,7 @@
 #include "harness/graph_file.hpp"
 #include "harness/launch_times.hpp"
 #include "harness/step_scalars.hpp"
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -26,19 +27,16 @@ using namespace towers;
 using namespace towers::model;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 7: chapter 3's step captured once as a graph (the tower loop runs "
-               "once), then replayed each step with one host call."};
-  TrainingFlags flags;
-  bool probe = false;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's, kept: --checkpoint-dir, --eval
+  TowerFlags flags{"Chapter 7: chapter 3's step captured once as a graph (the tower loop runs "
+                   "once), then replayed each step with one host call."};
   std::string save_graph;
-  app.add_option("--save-graph", save_graph,
-                 "write the captured graph's nodes and dependencies to this file (one line per node)")
+  flags.app.add_option("--save-graph", save_graph,
+                       "write the captured graph's nodes and dependencies to this file (one line "
+                       "per node)")
       ->check(writable_file());
 
-  return run_program(app, argc, argv, [&] {
-    TowerTraining training(flags, probe);
+  return run_program(flags.app, argc, argv, [&] {
+    TowerTraining training(flags);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     const std::size_t param_bytes = kNumParameters * sizeof(float);

@@ -34,6 +34,7 @@
 #include "harness/parameter_check.hpp"
 #include "harness/pipeline_trace.hpp"
 #include "harness/tower_inputs.hpp"
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -57,63 +58,60 @@ std::string hash_of(const std::vector<float>& values) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 8: chapter 4's towers, with the optimizer state sharded over them "
-               "(ZeRO-1; with --zero 2 and 3 the gradients and parameters too): reduce-scatter, each tower updates its shard, all-gather; the memory "
-               "ledger of every device beside ZeRO's formula."};
-  TrainingFlags flags;
-  bool probe = false;
+  TowerFlags flags{"Chapter 8: chapter 4's towers, with the optimizer state sharded over them "
+                   "(ZeRO-1; with --zero 2 and 3 the gradients and parameters too): "
+                   "reduce-scatter, each tower updates its shard, all-gather; the memory ledger of "
+                   "every device beside ZeRO's formula."};
   int zero = 1;
   bool gather_prefetch = true;
   double bucket_mb = 0;
   std::string optimizer_flag = "sgd";
   InputFlags input_flags;
   CheckFlags check_flags;
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's: --checkpoint-dir, --eval
-  add_input_flags(app, input_flags);
-  add_check_flags(app, check_flags);
-  app.add_option("--zero", zero,
-                 "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
-                 "(moving averages sharded: each tower updates only its shard), 2 (gradients "
-                 "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
+  add_input_flags(flags.app, input_flags);
+  add_check_flags(flags.app, check_flags);
+  flags.app.add_option("--zero", zero,
+                       "ZeRO stage: 0 (chapter 4: all-reduce, every tower holds everything), 1 "
+                       "(moving averages sharded: each tower updates only its shard), 2 (gradients "
+                       "sharded too) or 3 (parameters sharded too, each layer gathered before use)")
       ->capture_default_str()
       // Checked like every number flag: CLI11 reads an empty value as 0, so `--zero ''`
       // (an unset shell variable) ran ZeRO-0 without a word.
       ->check(whole_number(0, kMaxZeroStage,
                            "(not a ZeRO stage; use 0: no sharding, 1: the optimizer state "
                            "sharded, 2: and the gradients, 3: and the parameters)"));
-  app.add_option("--optimizer", optimizer_flag,
-                 "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
-                 "all keep the moving averages, and --zero 1 to 3 shard all of their state")
+  flags.app.add_option("--optimizer", optimizer_flag,
+                       "sgd (the tutorial's), momentum (+1 float of state per parameter) or adam (+2); "
+                       "all keep the moving averages, and --zero 1 to 3 shard all of their state")
       ->capture_default_str();
 
-  app.add_option_function<std::string>(
+  flags.app.add_option_function<std::string>(
          "--gather-prefetch", [&](const std::string& text) { gather_prefetch = text == "on"; },
          "--zero 3 only. on: each layer's gather travels on the communication stream while the "
          "layer before it computes; off: it starts only once that layer is done (nothing "
          "hides it), for comparison")
       ->check(CLI::IsMember({"on", "off"}))
       ->default_str("on");
-  app.add_option("--bucket-mb", bucket_mb,
-                 "--zero 2 only: largest gradient bucket in MiB, as chapter 6's (consecutive "
-                 "layers join while they fit; 0: one bucket per layer). Each bucket is "
-                 "reduce-scattered as the backward pass finishes it, so a tower holds its "
-                 "gradient shard plus the largest bucket")
+  flags.app.add_option("--bucket-mb", bucket_mb,
+                       "--zero 2 only: largest gradient bucket in MiB, as chapter 6's (consecutive "
+                       "layers join while they fit; 0: one bucket per layer). Each bucket is "
+                       "reduce-scattered as the backward pass finishes it, so a tower holds its "
+                       "gradient shard plus the largest bucket")
       ->check(finite_number(0, kMaxBucketMb,
                             " MiB (the whole model is 4.1 MiB, so any cap above it is one bucket)"))
       ->default_str("0");
 
-  return run_program(app, argc, argv, [&] {
+  return run_program(flags.app, argc, argv, [&] {
     if (zero == 3 && check_flags.inject_divergence >= 0) {
       throw UsageError("--inject-divergence perturbs one tower's copy of the parameters; with "
                        "--zero 3 no tower holds a copy (each parameter lives on one tower), so "
                        "there is nothing to diverge. Use --zero 0, 1 or 2 with it.");
     }
-    if (zero != 3 && app.count("--gather-prefetch") > 0) {
+    if (zero != 3 && flags.app.count("--gather-prefetch") > 0) {
       throw UsageError("--gather-prefetch chooses how ZeRO-3 gathers each layer; with --zero " +
                        std::to_string(zero) + " no layer is gathered. Use it with --zero 3.");
     }
-    if (zero != 2 && app.count("--bucket-mb") > 0) {
+    if (zero != 2 && flags.app.count("--bucket-mb") > 0) {
       throw UsageError("--bucket-mb sizes the buckets ZeRO-2 reduce-scatters during the backward "
                        "pass; with --zero " + std::to_string(zero) + " the gradients are "
                        "reduced whole after it. Use it with --zero 2.");
@@ -127,7 +125,7 @@ int main(int argc, char** argv) {
     // Every tower owns its parameters, as in chapter 4; the per-device copy chapters 2-3
     // read is not used here: make none (TowerLayout::replica_params).
     flags.layout.replica_params = false;
-    TowerTraining training(flags, probe, TowerInput::kOwnIterators);
+    TowerTraining training(flags, TowerInput::kOwnIterators);
     auto& towers = training.towers();
     const int num_gpus = training.num_towers();
     TowerInputs inputs(training, input_flags);

@@ -35,6 +35,7 @@
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/stage_variables.hpp"
+#include "parallel/wire_bytes.hpp"
 
 namespace towers {
 namespace {
@@ -254,6 +255,8 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
   // Declared after the batch's buffers, gone before them: no queued copy outlives them.
   const DrainStreams drain_batch(stages);
 
+  // Every copy between two stages' devices is counted in `wire` (bytes on the wire).
+  WireBytes wire;
   // docs-begin: model-stage-op
   // One op of stage s on the real model: receive, run its layers, send, record.
   auto enqueue_stage_op = [&](int s, const StageOp& op) {
@@ -279,6 +282,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       } else {  // a peer copy into the next stage's mailbox
         stream.copy(stages[s + 1].activations_in[mb].data(), net.layer_output(to),
                     output_bytes(to, b), "send activations");
+        wire.add(stage.device->index(), stages[s + 1].device->index(), output_bytes(to, b));
       }
       stream.record(*stage.forward_done[mb]);
     } else {
@@ -296,6 +300,7 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       if (s > 0) {
         stream.copy(stages[s - 1].gradients_in[mb].data(), net.output_gradient(from - 1),
                     output_bytes(from - 1, b), "send gradient");
+        wire.add(stage.device->index(), stages[s - 1].device->index(), output_bytes(from - 1, b));
       }
       stream.record(*stage.backward_done[mb]);
     }
@@ -399,7 +404,24 @@ int run_cifar_pipeline(Runtime& runtime, PipelineSchedule schedule, const Pipeli
       .add("slowest_stage", slowest)
       .add("trace_ms", window_ms, 1)
       .add("step_ms", step_ms, 1)
-      .add("final_cross_entropy", cross_entropy, 4);
+      .add("final_cross_entropy", cross_entropy, 4)
+      .add("wire_bytes", static_cast<long long>(wire.total()))
+      .add("wire_bytes_per_step", static_cast<double>(wire.total()) / mean_over, 1);
+  // Every stage's memory ledger, as chapters 8 and 10 print it: the largest over the
+  // stages' devices per category, and each stage's (chapter 11's plan predicts both).
+  // The workspace only where a device has any (on GPUs).
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    const auto category = static_cast<MemoryCategory>(c);
+    std::vector<double> per_stage;
+    for (const auto& stage : stages) {
+      per_stage.push_back(static_cast<double>(stage.device->memory().peak(category)));
+    }
+    const double largest = *std::max_element(per_stage.begin(), per_stage.end());
+    if (category == MemoryCategory::kWorkspace && largest == 0) continue;
+    const std::string name(category_name(category));
+    summary.add("peak_" + name + "_bytes", static_cast<long long>(largest))
+        .add("peak_" + name + "_bytes_per_stage", joined(per_stage, 0));
+  }
   const int status = run.exit_status(written, summary);
   summary.print();
   return status;

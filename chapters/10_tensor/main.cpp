@@ -14,6 +14,7 @@
 
 #include "harness/overlap_trace.hpp"
 #include "harness/tensor_report.hpp"
+#include "harness/tower_flags.hpp"
 #include "harness/tower_training.hpp"
 #include "model/optimizer.hpp"
 #include "parallel/tensor_slices.hpp"
@@ -23,16 +24,13 @@
 using namespace towers;
 
 int main(int argc, char** argv) {
-  CLI::App app{"Chapter 10: local3 split by columns and local4 by rows over t ranks (--tp: "
-               "all-reduces g forward and f backward), or Krizhevsky's hybrid (--hybrid: "
-               "convolutions data-parallel, the FC layers split)."};
-  TrainingFlags flags;
-  bool probe = false;
+  TowerFlags flags{"Chapter 10: local3 split by columns and local4 by rows over t ranks (--tp: "
+                   "all-reduces g forward and f backward), or Krizhevsky's hybrid (--hybrid: "
+                   "convolutions data-parallel, the FC layers split)."};
   int tp = 0;
   bool hybrid = false;
   std::string collectives = "auto";
-  TowerTraining::add_flags(app, flags, probe);
-  TowerTraining::add_checkpoint_flags(app, flags);  // chapter 1's: --checkpoint-dir, --eval
+  CLI::App& app = flags.app;
   app.add_option("--tp", tp,
                  "tensor-parallel ranks t: local3's 384 columns and local4's 384 rows split "
                  "t ways, every rank on the same batch (default: one rank per device)")
@@ -63,7 +61,7 @@ int main(int argc, char** argv) {
     flags.layout.replica_params = false;
     // Tensor parallel: the t ranks share one batch of b, chapter 1's; the hybrid: each
     // tower its slice of a global batch of N x b, chapter 3's (and chapter 4's iterators').
-    TowerTraining training(flags, probe,
+    TowerTraining training(flags,
                            mode == TensorMode::kTensorParallel ? TowerInput::kSharedBatch
                                                                : TowerInput::kGlobalBatch);
     auto& towers = training.towers();

@@ -63,16 +63,10 @@ class ExperimentDirective(SummaryDirective):
 
         # A summary table (one entry per run and key): at 1280 px it fits; on a phone it
         # may scroll inside its wrapper, as the other summary tables do (towers.css).
-        table = nodes.table(classes=["towers-summary", "towers-experiment"])
-        group = nodes.tgroup(cols=1 + len(factors) + len(keys))
-        table += group
-        for width in [3] + [2] * (len(factors) + len(keys)):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        group += head
-        head += self.row([nodes.Text("changed")] + [nodes.literal(text=k) for k in factors + keys])
-        body = nodes.tbody()
-        group += body
+        table, body = self.table(["towers-summary", "towers-experiment"],
+                                 [3] + [2] * (len(factors) + len(keys)),
+                                 [nodes.Text("changed")]
+                                 + [nodes.literal(text=k) for k in factors + keys])
         for row, factor in zip(rows, changed):
             cells = [nodes.Text("baseline" if factor is None else f"only {factor}")]
             for f in factors:

@@ -233,19 +233,9 @@ class SummaryDirective(GeneratedDirective):
         if missing:
             raise self.error(f"summary key(s) {', '.join(missing)} defined in no chapter "
                              "README's key table (| `key` | meaning |)")
-        table = nodes.table(classes=["towers-summary"])
-        group = nodes.tgroup(cols=len(columns) + 2)
-        table += group
-        group += nodes.colspec(colwidth=3)
-        for _ in columns:
-            group += nodes.colspec(colwidth=2)
-        group += nodes.colspec(colwidth=8)
-        head = nodes.thead()
-        group += head
-        head += self.row([nodes.Text("key")] + [nodes.Text(label) for label, _ in columns]
-                         + [nodes.Text("meaning")])
-        body = nodes.tbody()
-        group += body
+        table, body = self.table(["towers-summary"], [3] + [2] * len(columns) + [8],
+                                 [nodes.Text("key")] + [nodes.Text(label) for label, _ in columns]
+                                 + [nodes.Text("meaning")])
         for alternatives in rows:
             used = []  # the alternatives some column shows, in order
             values = []
@@ -268,6 +258,22 @@ class SummaryDirective(GeneratedDirective):
             result.append(self.provenance())
         self.arguments = names
         return result
+
+    @staticmethod
+    def table(classes, widths, header):
+        """A table with a column per width in `widths` and `header` (cells, as row() takes
+        them) as its head; returns it and its body, for the rows."""
+        table = nodes.table(classes=classes)
+        group = nodes.tgroup(cols=len(widths))
+        table += group
+        for width in widths:
+            group += nodes.colspec(colwidth=width)
+        head = nodes.thead()
+        group += head
+        head += SummaryDirective.row(header)
+        body = nodes.tbody()
+        group += body
+        return table, body
 
     @staticmethod
     def row(cells):
@@ -313,17 +319,13 @@ def setup(app):
 
     app.add_config_value("towers_generated_dir", "", "env")
     app.add_config_value("towers_source_dir", "", "env")
-    app.add_directive("towers-output", OutputDirective)
-    app.add_directive("towers-summary", SummaryDirective)
-    app.add_directive("towers-steps", StepsDirective)
-    app.add_directive("towers-gpu-runs", GpuRunsDirective)
-    app.add_directive("towers-layers", LayersDirective)
-    app.add_directive("towers-gpu-chapters", GpuChaptersDirective)
-    app.add_directive("towers-compare", CompareDirective)
-    app.add_directive("towers-experiment", ExperimentDirective)
-    app.add_directive("towers-ring", RingDirective)
-    app.add_directive("towers-events", EventsDirective)
-    app.add_directive("towers-tensor", TensorDirective)
-    app.add_directive("towers-timeline", TimelineDirective)
+    directives = {"output": OutputDirective, "summary": SummaryDirective,
+                  "steps": StepsDirective, "gpu-runs": GpuRunsDirective,
+                  "layers": LayersDirective, "gpu-chapters": GpuChaptersDirective,
+                  "compare": CompareDirective, "experiment": ExperimentDirective,
+                  "ring": RingDirective, "events": EventsDirective, "tensor": TensorDirective,
+                  "timeline": TimelineDirective}
+    for name, directive in directives.items():  # used in the pages as towers-NAME
+        app.add_directive("towers-" + name, directive)
     towers_sources.setup(app)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -78,16 +78,9 @@ class GpuRunsDirective(SphinxDirective):
 
     def run(self):
         results = Path(self.config.towers_source_dir, "bench", "results")
-        table = nodes.table(classes=["towers-gpu-runs"])
-        group = nodes.tgroup(cols=3)
-        table += group
-        for width in (3, 6, 3):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        group += head
-        head += SummaryDirective.row([nodes.Text(t) for t in ("path", "tests that passed on the GPU", "run")])
-        body = nodes.tbody()
-        group += body
+        table, body = SummaryDirective.table(
+            ["towers-gpu-runs"], (3, 6, 3),
+            [nodes.Text(t) for t in ("path", "tests that passed on the GPU", "run")])
         not_run = []
         pages = 0
         for page in sorted(results.glob("*.md")):
@@ -150,16 +143,9 @@ class LayersDirective(SphinxDirective):
         self.env.note_dependency(str(layers_path))
         ranks, allowed, forbidden = checker.read_layers(str(layers_path))
         counts = checker.files_per_prefix(str(root), ranks)
-        table = nodes.table(classes=["towers-layers"])
-        group = nodes.tgroup(cols=3)
-        table += group
-        for width in (1, 8, 2):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        group += head
-        head += SummaryDirective.row([nodes.Text(t) for t in ("layer", "folders and files", "source files")])
-        body = nodes.tbody()
-        group += body
+        table, body = SummaryDirective.table(
+            ["towers-layers"], (1, 8, 2),
+            [nodes.Text(t) for t in ("layer", "folders and files", "source files")])
         for rank in sorted(set(ranks.values())):
             prefixes = [p for p in ranks if ranks[p] == rank]
             names = nodes.paragraph()
@@ -196,16 +182,8 @@ class GpuChaptersDirective(SphinxDirective):
             raise self.error(str(error))
         if not statuses:
             raise self.error(f"no chapter folder (NN_name) in {chapters}")
-        table = nodes.table(classes=["towers-gpu-chapters"])
-        group = nodes.tgroup(cols=len(HEADER))
-        table += group
-        for width in (3, 2, 4, 4):
-            group += nodes.colspec(colwidth=width)
-        head = nodes.thead()
-        group += head
-        head += SummaryDirective.row([nodes.Text(text) for text in HEADER])
-        body = nodes.tbody()
-        group += body
+        table, body = SummaryDirective.table(["towers-gpu-chapters"], (3, 2, 4, 4),
+                                             [nodes.Text(text) for text in HEADER])
         for chapter, date, result, page in table_rows(statuses):
             body += SummaryDirective.row([nodes.literal(text=chapter), nodes.Text(date),
                                           nodes.Text(result), nodes.Text(page)])

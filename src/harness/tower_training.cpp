@@ -11,6 +11,7 @@
 #include "harness/divergence.hpp"
 #include "harness/evaluate.hpp"
 #include "harness/link_sizing.hpp"
+#include "harness/tower_flags.hpp"
 #include "model/checkpoint.hpp"
 #include "trace/analysis.hpp"
 #include "model/ops.hpp"
@@ -19,21 +20,6 @@
 #include "trace/span_names.hpp"
 
 namespace towers {
-
-void TowerTraining::add_flags(CLI::App& app, TrainingFlags& flags, bool& probe) {
-  add_training_flags(app, flags, /*with_towers=*/true);
-  app.add_flag("--probe", probe,
-               "prove concurrency with a rendezvous across the towers in step 1, after "
-               "step 0 has warmed up (step 0 with --steps 1; summary key "
-               "rendezvous=met|timeout; none when that step did not run)");
-  add_save_params_flag(app, flags.save_params);
-}
-
-void TowerTraining::add_checkpoint_flags(CLI::App& app, TrainingFlags& flags) {
-  towers::add_checkpoint_flags(app, flags.checkpoints);
-  add_eval_flag(app, flags.eval);
-  flags.resumable = true;
-}
 
 RuntimeOptions TowerTraining::sized_runtime(TrainingFlags& flags) {
   LinkModel& link = flags.runtime.link;
@@ -81,6 +67,9 @@ TowerTraining::TowerTraining(const TrainingFlags& flags, bool probe, TowerInput 
   std::printf("%d tower(s) of batch %d on %d %s device(s)\n", num_towers(), flags.layout.batch_size,
               runtime_->device_count(), std::string(to_string(runtime_->backend())).c_str());
 }
+
+TowerTraining::TowerTraining(const TowerFlags& flags, TowerInput input)
+    : TowerTraining(flags, flags.probe, input) {}
 
 TowerTraining::~TowerTraining() = default;
 

@@ -49,6 +49,7 @@ enum class TowerInput {
 };
 
 class TowerTraining;
+struct TowerFlags;  // harness/tower_flags.hpp
 
 /// Whether step `step` of `steps` has its ops traced. Host backend: every step (a span
 /// costs two clock reads, taken on the workers). cuda: every step when a trace file was
@@ -100,14 +101,6 @@ class StepScope {
 /// Everything around a multi-tower training loop. Introduced in chapter 2.
 class TowerTraining {
  public:
-  /// Adds the shared flags plus --probe and --save-params (into flags.save_params, checked
-  /// writable at parse time) to `app`.
-  static void add_flags(CLI::App& app, TrainingFlags& flags, bool& probe);
-  /// Adds chapter 1's --checkpoint-dir, --checkpoint-every, --resume, --resume-if-present,
-  /// --overwrite and --eval (into flags.checkpoints, flags.eval). A chapter that adds them
-  /// needs nothing more: start() resumes its variables and input, and the run saves them.
-  static void add_checkpoint_flags(CLI::App& app, TrainingFlags& flags);
-
   /// Settles the checkpoint folder and the test set (TrainingRun), then builds runtime,
   /// towers and input; gives each simulated device one op thread.
   /// With TowerInput::kOwnIterators no InputQueue or global batch is made (the chapter
@@ -116,6 +109,8 @@ class TowerTraining {
   /// summary's `towers`: 0 means this process's towers; chapter 5 gives the rank count.
   TowerTraining(const TrainingFlags& flags, bool probe,
                 TowerInput input = TowerInput::kGlobalBatch, int job_towers = 0);
+  /// A tower chapter's training from its flags (TowerFlags: --probe among them).
+  explicit TowerTraining(const TowerFlags& flags, TowerInput input = TowerInput::kGlobalBatch);
   /// Waits for nothing: the chapter synchronizes before it finishes.
   ~TowerTraining();
 

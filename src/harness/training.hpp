@@ -47,8 +47,8 @@ struct TrainingFlags {
   int log_every = 10;          ///< --log-every
   std::uint64_t seed = 1;      ///< --seed: initialization, shuffling, distortions
   std::string save_params;     ///< --save-params FILE (chapters 2-4); empty: not saved
-  /// Chapter 1's --checkpoint-dir, --resume, ... (chapter 2 too, see
-  /// TowerTraining::add_checkpoint_flags); defaults: no checkpoints.
+  /// Chapter 1's --checkpoint-dir, --resume, ... (the tower chapters too, see TowerFlags);
+  /// defaults: no checkpoints.
   CheckpointFlags checkpoints;
   bool eval = false;           ///< --eval: precision @ 1 on the test set after training
   bool resumable = false;      ///< the program took the flags above (prints global_step)

@@ -317,9 +317,7 @@ void write_file_atomically(const fs::path& file, const std::string& bytes) {
 }
 
 std::uint64_t checkpoint_checksum(std::string_view body) {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64
-  for (unsigned char c : body) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
+  return fnv1a64(body);  // FNV-1a 64, as the parameter checks' (base/hash.hpp)
 }
 
 TrainingState load_checkpoint(const fs::path& file) {

@@ -40,6 +40,12 @@ void update_moving_averages(Stream& stream, float decay, const float* params, fl
   ops::ema_update(stream, static_cast<int>(kNumParameters), decay, params, shadow);
 }
 
+void apply_update(Stream& stream, std::int64_t global_step, std::int64_t steps_per_decay,
+                  const float* grads, float* params, float* averages) {
+  apply_gradients(stream, learning_rate(global_step, steps_per_decay), grads, params);
+  update_moving_averages(stream, moving_average_decay(global_step), params, averages);
+}
+
 void apply_gradients_on_host(float lr, const float* grads, float* params) {
   host::sgd_update(static_cast<math::Index>(kNumParameters), lr, grads, params);
 }

@@ -33,6 +33,13 @@ void apply_gradients(Stream& stream, float lr, const float* grads, float* params
 /// Enqueues shadow -= (1 - decay) * (shadow - params) over the whole flat buffer.
 void update_moving_averages(Stream& stream, float decay, const float* params, float* shadow);
 
+/// The tutorial's update at `global_step`, enqueued: apply_gradients() with
+/// learning_rate(global_step, steps_per_decay), then update_moving_averages() with
+/// moving_average_decay(global_step). Every chapter whose towers each update their own copy
+/// (4, 5, 6) calls it once per tower.
+void apply_update(Stream& stream, std::int64_t global_step, std::int64_t steps_per_decay,
+                  const float* grads, float* params, float* averages);
+
 /// apply_gradients() on host memory, run now on the calling thread: chapter 2's variables
 /// live on the host ("/cpu:0"), where its towers meet.
 void apply_gradients_on_host(float lr, const float* grads, float* params);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/options.hpp"
+#include "flag_error.hpp"
 #include "program.hpp"
 
 namespace towers {
@@ -30,7 +31,8 @@ bool has(const testing::ProgramRun& r, const std::string& text) {
 std::vector<std::string> programs() {
   std::vector<std::string> names{"00_streams",    "01_single_gpu", "02_serial_towers",
                                  "03_stream_towers", "04_nccl_iterator", "06_overlap",
-                                 "07_graph",      "08_sharded",    "09_pipeline"};
+                                 "07_graph",      "08_sharded",    "09_pipeline",
+                                 "11_mesh"};
 #ifdef TOWERS_TEST_RANKS
   names.insert(names.end(), {"05_ranks", "06_overlap_ranks"});
 #endif
@@ -99,16 +101,7 @@ TEST(FlagChecks, AnEmptyNumberIsRefusedNotReadAsZero) {
 
 // Parses `--n <text>` into an int checked by `check`; returns CLI11's message ("" if accepted).
 std::string whole_number_error(const CLI::Validator& check, const std::string& text) {
-  CLI::App app;
-  int value = 0;
-  app.add_option("--n", value)->check(check);
-  std::vector<std::string> args{text, "--n"};  // CLI11 reads a vector from the back
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::flag_error<int>(check, "--n", text);
 }
 
 TEST(FlagChecks, AUnitOrReasonIsSetApartFromTheRange) {

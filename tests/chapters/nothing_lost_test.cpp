@@ -343,8 +343,14 @@ TEST(NothingLost, ASecondSignalExitsAtOnce) {
   EXPECT_TRUE(r.exit_code == 128 + SIGTERM || r.exit_code == 128 + SIGINT) << r.exit_code << "\n"
                                                                           << r.output;
   EXPECT_TRUE(has(r, "quitting at once")) << r.output;
-  EXPECT_TRUE(r.summaries.empty()) << r.output;
   EXPECT_FALSE(has(r, ": step 1,")) << "finished the step after the second signal:\n" << r.output;
+  // The signals can also find the loop between step 0's line and step 1 (a busy machine
+  // parks the main thread there): the first stops it before step 1 starts, and it may print
+  // its summary before the second signal ends it. That is no step finished either, and
+  // the summary must say so; a summary after a finished step 1 is the bug.
+  if (!r.summaries.empty()) {
+    EXPECT_EQ(r.last("global_step"), "1") << r.output;
+  }
 }
 
 TEST(NothingLost, SigtermStopsTheTowersAndKeepsSaveParams) {

@@ -29,6 +29,7 @@
 #include "../data/temp_dir.hpp"
 #include "cli/options.hpp"
 #include "exact_resume.hpp"
+#include "flag_error.hpp"
 #include "kill_nine.hpp"
 #include "model/checkpoint.hpp"
 #include "program.hpp"
@@ -50,16 +51,7 @@ bool has(const testing::ProgramRun& r, const std::string& text) {
 
 // Parses `--x <text>` into a double checked by `check`; returns CLI11's message ("" if accepted).
 std::string parse_error(const CLI::Validator& check, const std::string& text) {
-  CLI::App app;
-  double value = 0;
-  app.add_option("--x", value)->check(check);
-  std::vector<std::string> args{text, "--x"};  // CLI11 reads a vector from the back
-  try {
-    app.parse(args);
-  } catch (const CLI::ParseError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::flag_error<double>(check, "--x", text);
 }
 
 TEST(FiniteNumber, RefusesNanAndInfinityWhichPassEveryRangeCheck) {

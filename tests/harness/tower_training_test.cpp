@@ -134,7 +134,7 @@ TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
   EXPECT_NE(printed.find(" towers=2 "), std::string::npos) << printed;
   EXPECT_NE(printed.find("towers_meet=test"), std::string::npos) << printed;
   EXPECT_NE(printed.find("step 1, loss = 2.00"), std::string::npos) << printed;
-  // Without add_checkpoint_flags the summary keeps its keys: no global_step, no precision.
+  // Without the checkpoint flags (TowerFlags') the summary keeps its keys: no global_step, no precision.
   EXPECT_EQ(printed.find("global_step="), std::string::npos) << printed;
   EXPECT_EQ(printed.find("precision_at_1="), std::string::npos) << printed;
 }

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+// Chapter 11: the mesh — data (with ZeRO) x tensor x pipeline — planned before it runs.
+// Chapters 8, 9 and 10 each proved one dimension alone. Before a run composes them, this
+// program answers what the users of every large training system ask first: how many
+// bytes will each device hold, per category of the memory ledger; how many bytes will
+// cross each dimension of the mesh per step; how large is the bubble; and which run must
+// it match bit for bit. The answer is one set of formulas (src/parallel/mesh_plan.hpp),
+// written from what chapters 8-10 allocate and send and held to their runs, to the byte,
+// by tests/chapters/chapter11_plan_test.cpp. The composed run under mpirun is not
+// written yet: this program prints the plan (--plan), and refuses to pretend to run.
+#include <cstdio>
+#include <string>
+
+#include "cli/options.hpp"
+#include "cli/summary.hpp"
+#include "model/optimizer.hpp"
+#include "parallel/buckets.hpp"  // kMaxBucketMb
+#include "parallel/mesh_plan.hpp"
+#include "parallel/zero_memory.hpp"
+
+using namespace towers;
+
+namespace {
+
+constexpr MemoryCategory kShown[] = {
+    MemoryCategory::kParameters,    MemoryCategory::kGradients, MemoryCategory::kOptimizerState,
+    MemoryCategory::kActivations,   MemoryCategory::kCommunication, MemoryCategory::kOther};
+
+std::int64_t bytes_of(const CategoryBytes& bytes, MemoryCategory category) {
+  return bytes[static_cast<std::size_t>(category)];
+}
+
+std::int64_t sum_of(const CategoryBytes& bytes) {
+  std::int64_t sum = 0;
+  for (std::int64_t b : bytes) sum += b;
+  return sum;
+}
+
+std::string shape_name(const MeshConfig& c) {
+  return std::to_string(c.dp) + "x" + std::to_string(c.tp) + "x" + std::to_string(c.pp);
+}
+
+void print_plan(const MeshPlan& plan) {
+  const MeshConfig& c = plan.config;
+  std::printf("plan of mesh dp %d x tp %d x pp %d = %d device(s): ZeRO-%d on data, %s on "
+              "tensor, %s with %d micro-batch(es) on pipeline, batch %d per data replica, "
+              "optimizer %s\n",
+              c.dp, c.tp, c.pp, c.devices(), c.zero,
+              c.hybrid ? "Krizhevsky's hybrid" : "the column/row split",
+              to_string(c.schedule).c_str(),
+              c.micro_batches, c.batch, model::optimizer_name(c.optimizer));
+  std::printf("\npeak bytes per device, by ledger category (one row per pipeline stage; every "
+              "device of a stage the same, up to one element of a shard):\n  %-8s", "");
+  for (MemoryCategory category : kShown) {
+    std::printf(" %15s", std::string(category_name(category)).c_str());
+  }
+  std::printf(" %15s\n", "sum");
+  for (std::size_t s = 0; s < plan.per_stage.size(); ++s) {
+    std::printf("  stage%-3zu", s);
+    for (MemoryCategory category : kShown) {
+      std::printf(" %15lld", static_cast<long long>(bytes_of(plan.per_stage[s], category)));
+    }
+    std::printf(" %15lld\n", static_cast<long long>(sum_of(plan.per_stage[s])));
+  }
+  std::printf("  (the runtime's workspace is 0 on the host backend and not planned on GPUs)\n");
+  std::printf("\nbytes on the wire per step, all devices: data %lld, tensor %lld, pipeline %lld, "
+              "total %lld\n",
+              static_cast<long long>(plan.wire_data), static_cast<long long>(plan.wire_tensor),
+              static_cast<long long>(plan.wire_pipeline), static_cast<long long>(plan.total_wire()));
+  std::printf("bubble: (p-1)/(m+p-1) = %.3f\n", plan.bubble);
+  std::printf("numerics: %s %s\n",
+              plan.numerics == NumericsClass::kBitIdentical ? "bit-identical to" : "within a bound of",
+              plan.numerics_reference.c_str());
+  std::printf("%s\n", plan.held_by_run
+                          ? "held to a run: this 1-D mesh is a chapter that exists, and "
+                            "chapter11_plan_test compares every category with it"
+                          : "not held to a run yet: a mesh with two dimensions above 1 has no "
+                            "program; these numbers compose the 1-D forms");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Chapter 11: the plan of a data x tensor x pipeline mesh, before any run: peak "
+               "bytes per device per ledger category, bytes on the wire per step per dimension, "
+               "the bubble and the numerics class. Only --plan exists so far; the composed run "
+               "(mpirun -n N 11_mesh) is not written yet."};
+  MeshConfig config;
+  bool plan_only = false;
+  int shapes_of = 0;
+  std::string schedule_name = "1f1b";
+  std::string optimizer_name = "sgd";
+  app.add_flag("--plan", plan_only,
+               "print the plan without running (required: the run itself is not written yet)");
+  app.add_option("--dp", config.dp, "data-parallel degree: replicas, each its own batch")
+      ->capture_default_str()->check(whole_number(1, 4096, "replicas"));
+  app.add_option("--tp", config.tp,
+                 "tensor-parallel degree: local3's columns and local4's rows split t ways "
+                 "(chapter 10); must divide 192 and 384")
+      ->capture_default_str()->check(whole_number(1, 192, "ranks"));
+  app.add_flag("--hybrid", config.hybrid,
+               "the tensor dimension runs Krizhevsky's hybrid (chapter 10's --hybrid): --tp "
+               "towers of --batch-size images each, the FC pair split over all their rows; "
+               "only with --dp 1 --pp 1 --zero 0");
+  app.add_option("--pp", config.pp,
+                 "pipeline degree: stages of chapter 9's most even split; at most 9 (the layers)")
+      ->capture_default_str()->check(whole_number(1, 64, "stages"));
+  app.add_option("--zero", config.zero,
+                 "ZeRO stage on the data dimension (chapter 8): 0..3; 2 and 3 with --tp 1 --pp 1 "
+                 "only")
+      ->capture_default_str()->check(whole_number(0, kMaxZeroStage, "(a ZeRO stage: 0, 1, 2 or 3)"));
+  app.add_option("--schedule", schedule_name, "pipeline schedule: gpipe or 1f1b")
+      ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b"}));
+  app.add_option("--micro-batches", config.micro_batches,
+                 "micro-batches per batch on the pipeline (1 when --pp 1); must divide the batch")
+      ->capture_default_str()->check(whole_number(1, 1024, "micro-batches"));
+  app.add_option("--batch-size", config.batch, "images per data-parallel replica per step")
+      ->capture_default_str()->check(whole_number(1, 4096, "images"));
+  app.add_option("--optimizer", optimizer_name,
+                 "sgd, momentum or adam: how much optimizer state each parameter keeps")
+      ->capture_default_str()->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--bucket-mb", config.bucket_mb,
+                 "ZeRO-2's largest gradient bucket in MiB, as chapter 8's (0: one per layer)")
+      ->capture_default_str()->check(finite_number(0, kMaxBucketMb, " MiB"));
+  app.add_option("--shapes", shapes_of,
+                 "instead of one mesh: one line for every dp x tp x pp = N the plan accepts with "
+                 "the other flags (the mesh's own --dp, --tp, --pp are then not used)")
+      ->check(whole_number(1, 4096, "devices"));
+
+  return run_program(app, argc, argv, [&] {
+    if (!plan_only) {
+      throw UsageError("chapter 11's composed run (mpirun -n N 11_mesh) is not written yet; add "
+                       "--plan to print what such a run will hold and send");
+    }
+    config.schedule = *parse_pipeline_schedule(schedule_name);
+    config.optimizer = model::parse_optimizer(optimizer_name);
+    if (shapes_of > 0) {
+      if (app.count("--dp") + app.count("--tp") + app.count("--pp") > 0) {
+        throw UsageError("--shapes N plans every mesh of N devices; drop --dp, --tp and --pp");
+      }
+      const auto shapes = mesh_shapes(shapes_of, config);
+      std::printf("every mesh of %d device(s) the plan accepts (ZeRO-%d, batch %d, %d "
+                  "micro-batch(es) where pp > 1):\n  %-12s %15s %15s %15s %15s %8s %s\n",
+                  shapes_of, config.zero, config.batch, config.micro_batches, "dp x tp x pp",
+                  "sum of peaks", "wire data", "wire tensor", "wire pipeline", "bubble",
+                  "numerics");
+      for (const MeshConfig& shape : shapes) {
+        const MeshPlan plan = make_mesh_plan(shape);
+        std::printf("  %-12s %15lld %15lld %15lld %15lld %8.3f %s\n", shape_name(shape).c_str(),
+                    static_cast<long long>(sum_of(plan.device)), static_cast<long long>(plan.wire_data),
+                    static_cast<long long>(plan.wire_tensor),
+                    static_cast<long long>(plan.wire_pipeline), plan.bubble,
+                    plan.numerics == NumericsClass::kBitIdentical ? "bit-identical" : "within-bound");
+      }
+      Summary().add("devices", shapes_of).add("shapes", static_cast<int>(shapes.size())).print();
+      return 0;
+    }
+    if (const std::string problem = mesh_problem(config); !problem.empty()) {
+      throw UsageError(problem);
+    }
+    const MeshPlan plan = make_mesh_plan(config);
+    print_plan(plan);
+    Summary summary;
+    summary.add("mesh", shape_name(config))
+        .add("devices", config.devices())
+        .add("dp", config.dp)
+        .add("tp", config.tp)
+        .add("pp", config.pp)
+        .add("tensor_mode", std::string(config.hybrid ? "hybrid" : "tp"))
+        .add("zero", config.zero)
+        .add("optimizer", std::string(model::optimizer_name(config.optimizer)))
+        .add("schedule", to_string(config.schedule))
+        .add("micro_batches", config.micro_batches)
+        .add("batch_size", config.batch);
+    for (MemoryCategory category : kShown) {
+      summary.add("plan_" + std::string(category_name(category)) + "_bytes",
+                  static_cast<long long>(bytes_of(plan.device, category)));
+    }
+    summary.add("plan_sum_bytes", static_cast<long long>(sum_of(plan.device)))
+        .add("plan_wire_data_bytes_per_step", static_cast<long long>(plan.wire_data))
+        .add("plan_wire_tensor_bytes_per_step", static_cast<long long>(plan.wire_tensor))
+        .add("plan_wire_pipeline_bytes_per_step", static_cast<long long>(plan.wire_pipeline))
+        .add("plan_wire_bytes_per_step", static_cast<long long>(plan.total_wire()))
+        .add("plan_bubble", plan.bubble, 3)
+        .add("numerics", std::string(plan.numerics == NumericsClass::kBitIdentical
+                                         ? "bit_identical"
+                                         : "within_bound"))
+        .add("held_by_run", std::string(plan.held_by_run ? "yes" : "no"))
+        .add("measured", std::string("no"))
+        .print();
+    return 0;
+  });
+}

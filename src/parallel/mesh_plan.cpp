@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+#include "parallel/mesh_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "data/preprocess.hpp"  // kCropValues
+#include "model/network.hpp"
+#include "model/parameters.hpp"
+#include "parallel/allreduce.hpp"  // ring_chunk
+#include "parallel/buckets.hpp"
+#include "parallel/layer_gather.hpp"
+#include "parallel/pipeline_split.hpp"
+#include "parallel/tensor_bytes.hpp"
+#include "parallel/zero_memory.hpp"
+
+namespace towers {
+namespace {
+
+constexpr std::int64_t kFloat = sizeof(float);
+constexpr std::int64_t kImageFloats = static_cast<std::int64_t>(data::kCropValues);
+// local3's columns (and local4's rows): what the tensor dimension splits.
+constexpr int kSplitColumns = 384;
+
+std::int64_t largest_chunk(std::int64_t count, int ranks) {
+  return static_cast<std::int64_t>(ring_chunk(static_cast<std::size_t>(count), ranks, 0).size);
+}
+
+// Floats chapter 10's split layers add to a rank's activations for `rows` images and
+// `columns` of local3: h and dh over the rows, a ones vector, two scalars
+// (TensorSplit::activation_floats, tensor parallel).
+std::int64_t split_activation_floats(std::int64_t rows, std::int64_t columns) {
+  return 2 * rows * columns + rows + 2;
+}
+
+// The largest gradient bucket chapter 8's ZeRO-2 holds whole (--bucket-mb).
+std::int64_t largest_bucket(double bucket_mb) {
+  std::size_t largest = 0;
+  for (const Bucket& bucket : make_buckets(bucket_mb)) largest = std::max(largest, bucket.count);
+  return static_cast<std::int64_t>(largest);
+}
+
+std::int64_t& at(CategoryBytes& bytes, MemoryCategory category) {
+  return bytes[static_cast<std::size_t>(category)];
+}
+
+// One pipeline stage's devices: the bytes of the largest of them.
+CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& split, int s) {
+  CategoryBytes bytes{};
+  const std::int64_t p = tensor_slice_floats(c.tp);  // P: the model state of one tensor rank
+  const std::int64_t shard = largest_chunk(p, c.dp);  // ZeRO's shard of it (ceil(P/dp))
+  const bool pipeline = c.pp > 1;
+
+  // Parameters: P, the shard plus LayerGather's window at ZeRO-3.
+  const auto window = static_cast<std::int64_t>(LayerGather::window_elements());
+  at(bytes, MemoryCategory::kParameters) = kFloat * (c.zero >= 3 ? shard + window : p);
+  // Gradients: P whole (a pipeline stage also sums its micro-batches' into a second P);
+  // ZeRO-2: the shard and the largest bucket; ZeRO-3: the shard and the whole buffer.
+  std::int64_t gradients = pipeline ? 2 * p : p;
+  if (c.zero == 2) gradients = shard + largest_bucket(c.bucket_mb);
+  if (c.zero == 3) gradients = shard + p;
+  at(bytes, MemoryCategory::kGradients) = kFloat * gradients;
+  // Optimizer state: the moving averages and the optimizer's own, sharded from ZeRO-1.
+  at(bytes, MemoryCategory::kOptimizerState) =
+      kFloat * model::optimizer_state_floats(c.optimizer) * (c.zero >= 1 ? shard : p);
+
+  // Activations: chapter 4's Network for the images the device sees.
+  const std::int64_t columns = kSplitColumns / c.tp;
+  if (!pipeline) {
+    std::int64_t floats = network_activation_floats(c.batch) + c.batch * kImageFloats + c.batch;
+    if (c.hybrid) {  // the split over every tower's rows, and what the hybrid gathers
+      const std::int64_t rows = std::int64_t{c.tp} * c.batch;
+      floats += split_activation_floats(rows, columns) +
+                2 * rows * (kTensorInputWidth + kTensorOutputWidth);
+    } else if (c.tp > 1) {
+      floats += split_activation_floats(c.batch, columns);
+    }
+    at(bytes, MemoryCategory::kActivations) = kFloat * floats;
+  } else {  // one Network of a micro-batch per micro-batch the schedule stashes at once
+    const int micro_batch = c.batch / c.micro_batches;
+    const PipelineShape shape{c.pp, c.micro_batches, 1};
+    const std::int64_t slots = peak_stashed_activations(stage_schedule(c.schedule, shape, s));
+    std::int64_t per_slot = network_activation_floats(micro_batch);
+    const bool holds_split = split[s].first <= model::kLocal3 && model::kLocal3 <= split[s].last;
+    if (c.tp > 1 && holds_split) per_slot += split_activation_floats(micro_batch, columns);
+    at(bytes, MemoryCategory::kActivations) = kFloat * slots * per_slot;
+  }
+
+  // Communication: each dimension's receive buffers on this device.
+  // The data dimension's ring (chapter 8 makes it for one tower too, so a 1x1x1 mesh has
+  // it); the tensor dimension's, g and f sharing one sized for f's pool2 gradient; the
+  // hybrid's two, the replicated all-reduce's and the one over every tower's pool2 rows;
+  // chapter 9's mailboxes, one per micro-batch from each neighbour.
+  const std::int64_t micro = c.batch / c.micro_batches;
+  std::int64_t communication = 0;
+  if (c.hybrid) {
+    communication = largest_chunk(kReplicatedParameters, c.tp) +
+                    largest_chunk(std::int64_t{c.tp} * c.batch * kTensorInputWidth, c.tp);
+  } else {
+    if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);
+    if (c.tp > 1) communication += largest_chunk(micro * kTensorInputWidth, c.tp);
+  }
+  if (pipeline && s > 0) {
+    communication +=
+        c.micro_batches * micro * model::Network::layer_output_floats(split[s].first - 1);
+  }
+  if (pipeline && s + 1 < c.pp) {
+    communication += c.micro_batches * micro * model::Network::layer_output_floats(split[s].last);
+  }
+  at(bytes, MemoryCategory::kCommunication) = kFloat * communication;
+
+  // Other: where the batch lands on the device.
+  std::int64_t other = 0;
+  if (pipeline) {  // chapter 9: the images on the first stage, the labels on the last
+    if (s == 0) other += kFloat * c.batch * kImageFloats;
+    if (s + 1 == c.pp) other += 4 * c.batch;  // int32 labels
+  } else if (c.tp == 1 && !c.hybrid) {  // chapter 4's iterator: prefetch_depth batches
+    other = std::int64_t{c.prefetch_depth} * c.batch * (kFloat * kImageFloats + 4);
+  }  // chapter 10's tensor ranks share one batch read on the host: nothing on the device
+  at(bytes, MemoryCategory::kOther) = other;
+  return bytes;
+}
+
+}  // namespace
+
+std::int64_t network_activation_floats(int b) {
+  // model/network.cpp, per image: col1 24*24*75, conv1 24*24*64, pool1 and its argmax,
+  // norm1 and its scale (12*12*64 each), col2 12*12*1600, conv2, norm2 and its scale
+  // (12*12*64 each), pool2 and its argmax (2304 each), local3 384, local4 192, logits 10,
+  // the example loss 1, dlogits 10, correct 1, the two gradient buffers 24*24*64 each,
+  // the ones 24*24; and per Network the losses, one scratch float and the correct count.
+  const std::int64_t per_image = 24 * 24 * 75 + 24 * 24 * 64 + 2 * 12 * 12 * 64 +
+                                 2 * 12 * 12 * 64 + 12 * 12 * 1600 + 3 * 12 * 12 * 64 +
+                                 2 * 2304 + 384 + 192 + 10 + 1 + 10 + 1 + 2 * 24 * 24 * 64 +
+                                 24 * 24;
+  return per_image * b + model::kLossCount + 2;
+}
+
+std::int64_t tensor_slice_floats(int t) {
+  return kReplicatedParameters + (kModelParameters - kReplicatedParameters) / t;
+}
+
+std::string mesh_problem(const MeshConfig& c) {
+  if (c.dp < 1 || c.tp < 1 || c.pp < 1) {
+    return "every mesh degree is at least 1 (--dp, --tp, --pp)";
+  }
+  if (kTensorOutputWidth % c.tp != 0) {
+    return "--tp " + std::to_string(c.tp) + " does not divide local4's 192 outputs and local3's "
+           "384 columns; use one of 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 192";
+  }
+  if (c.pp > model::kLayerCount) {
+    return "--pp " + std::to_string(c.pp) + ": the model has " + std::to_string(model::kLayerCount) +
+           " layers to cut between (chapter 9); use at most " + std::to_string(model::kLayerCount);
+  }
+  if (c.zero < 0 || c.zero > kMaxZeroStage) {
+    return "--zero " + std::to_string(c.zero) + " is not a ZeRO stage; use 0, 1, 2 or 3";
+  }
+  if (c.zero >= 2 && (c.tp > 1 || c.pp > 1)) {
+    return "--zero " + std::to_string(c.zero) + " is planned for data parallelism alone (chapter "
+           "8's buckets and layer gathers cover the whole model, not a tensor slice or a stage); "
+           "use --zero 0 or 1 with --tp or --pp above 1";
+  }
+  if (c.batch < 1) return "--batch-size is at least 1";
+  if (c.micro_batches < 1) return "--micro-batches is at least 1";
+  if (c.pp == 1 && c.micro_batches > 1) {
+    return "--micro-batches cuts the batch for the pipeline; with --pp 1 there is none. Use "
+           "--micro-batches 1, or --pp above 1";
+  }
+  if (c.batch % c.micro_batches != 0) {
+    return "--batch-size " + std::to_string(c.batch) + " is not a multiple of --micro-batches " +
+           std::to_string(c.micro_batches) + ": the micro-batches must be equal";
+  }
+  if (c.schedule == PipelineSchedule::kInterleaved) {
+    return "--schedule interleaved has no chunks of the real model (chapter 9); use gpipe or 1f1b";
+  }
+  if (c.prefetch_depth < 1) return "the prefetch depth is at least 1";
+  if (c.hybrid && (c.dp > 1 || c.pp > 1 || c.zero > 0)) {
+    return "--hybrid is chapter 10's split on its own: its towers are already the data "
+           "dimension. Use it with --dp 1 --pp 1 --zero 0, and --tp for the towers";
+  }
+  return "";
+}
+
+MeshPlan make_mesh_plan(const MeshConfig& c) {
+  if (const std::string problem = mesh_problem(c); !problem.empty()) {
+    throw std::invalid_argument(problem);
+  }
+  MeshPlan plan;
+  plan.config = c;
+  const std::vector<StageLayers> split = default_split(c.pp);
+  for (int s = 0; s < c.pp; ++s) {
+    plan.per_stage.push_back(stage_bytes(c, split, s));
+    for (std::size_t k = 0; k < plan.device.size(); ++k) {
+      plan.device[k] = std::max(plan.device[k], plan.per_stage.back()[k]);
+    }
+  }
+
+  // Bytes on the wire per step, all devices, per dimension.
+  const std::int64_t p = tensor_slice_floats(c.tp);
+  // Data: one ring (or ZeRO's halves and gathers) per tensor rank and stage.
+  plan.wire_data = std::llround(zero_wire_bytes_per_step(
+                       c.zero, static_cast<double>(p), c.dp, kFloat,
+                       static_cast<double>(LayerGather::backward_elements()))) *
+                   c.tp * c.pp;
+  // Tensor: g and f over every image of the batch, one group per data replica.
+  plan.wire_tensor = kFloat * (c.hybrid ? hybrid_wire_floats(c.tp, c.batch)
+                                        : tensor_wire_floats(c.tp, c.batch) * c.dp);
+  // Pipeline: each cut carries the activations forward and their gradient back, every
+  // image of the batch once, in each data replica and tensor rank.
+  for (int s = 0; s + 1 < c.pp; ++s) {
+    plan.wire_pipeline += 2 * kFloat * c.batch *
+                          model::Network::layer_output_floats(split[s].last) * c.dp * c.tp;
+  }
+  plan.bubble = c.pp > 1 ? ideal_bubble_fraction(c.schedule, {c.pp, c.micro_batches, 1}) : 0.0;
+
+  // Which run it must match, and how.
+  const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
+  // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
+  const bool chapter8 = c.tp == 1 && c.pp == 1;
+  plan.held_by_run = dims_above_one <= 1 &&
+                     (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd));
+  if (c.hybrid && c.tp == 1) {
+    plan.numerics_reference = "04_nccl_iterator's one tower (chapter10_test)";
+  } else if (c.hybrid) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference = "chapter 4's " + std::to_string(c.tp) +
+                              " towers, within chapter 10's bound (chapter10_test)";
+  } else if (c.tp > 1) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference =
+        "chapter 4 on one batch, within gamma(383) + gamma(384/t + t - 2) of the largest update "
+        "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test)";
+  } else if (c.pp > 1 && c.dp == 1) {
+    plan.numerics_reference = "01_single_gpu --accumulate " + std::to_string(c.micro_batches) +
+                              " (chapter9_model_test)";
+  } else if (c.pp > 1) {
+    plan.numerics_reference = "chapter 4's " + std::to_string(c.dp) +
+                              " towers, each accumulating " + std::to_string(c.micro_batches) +
+                              " micro-batches (no run holds it yet)";
+  } else {
+    plan.numerics_reference = "04_nccl_iterator with " + std::to_string(c.dp) +
+                              " tower(s), every ZeRO stage (chapter8_test)";
+  }
+  if (!plan.held_by_run) plan.numerics_reference += "; composed mesh: a prediction";
+  return plan;
+}
+
+std::vector<MeshConfig> mesh_shapes(int n, const MeshConfig& config) {
+  std::vector<MeshConfig> shapes;
+  for (int dp = 1; dp <= n; ++dp) {
+    for (int tp = 1; dp * tp <= n; ++tp) {
+      if (n % (dp * tp) != 0) continue;
+      MeshConfig shape = config;
+      shape.dp = dp;
+      shape.tp = tp;
+      shape.pp = n / (dp * tp);
+      if (shape.pp == 1) shape.micro_batches = 1;  // no pipeline to cut the batch for
+      if (mesh_problem(shape).empty()) shapes.push_back(shape);
+    }
+  }
+  return shapes;
+}
+
+}  // namespace towers

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: MIT
+// Chapter 11's plan, held to the runs that exist today. A 1-D mesh is a chapter: data
+// parallelism with ZeRO 0-3 is chapter 8, tensor parallelism (and Krizhevsky's hybrid)
+// chapter 10, the pipeline chapter 9's real model. For each, the program runs one step at a tiny batch on the host
+// backend and every category of its memory ledger (the largest device's peak; chapter 9's
+// stage by stage) must equal the plan to the byte, and its bytes on the wire per step the
+// plan's for that dimension exactly (chapter 9's: the activations and gradients its stages
+// send across the cuts); chapter 9's bubble formula must be the plan's. Then
+// the forms themselves, table-driven: the Network's activations against a Network's own
+// allocations, a tensor rank's slice against TensorSliceLayout, the split activations
+// against TensorSplit, the numbers of the ZeRO and tensor forms by hand, and what the
+// plan refuses, and 11_mesh --plan's keys and exit codes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "model/network.hpp"
+#include "model/parameters.hpp"
+#include "parallel/mesh_plan.hpp"
+#include "parallel/tensor_slices.hpp"
+#include "parallel/tensor_split.hpp"
+#include "program.hpp"
+#include "runtime/runtime.hpp"
+
+namespace towers {
+namespace {
+
+using testing::ProgramRun;
+using testing::run;
+
+constexpr int kBatch = 2;
+const std::string kTiny = "--backend host --steps 1 --log-every 1 --batch-size ";
+
+long long key(const ProgramRun& r, const std::string& name) { return std::llround(r.number(name)); }
+
+std::int64_t planned(const MeshPlan& plan, MemoryCategory category) {
+  return plan.device[static_cast<std::size_t>(category)];
+}
+
+// Every category the ledger has, against the plan's largest device. The host backend has
+// no workspace: the program prints no key (0) and the plan says 0.
+void expect_every_category(const ProgramRun& r, const MeshPlan& plan) {
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    const auto category = static_cast<MemoryCategory>(c);
+    const std::string name(category_name(category));
+    EXPECT_EQ(key(r, "peak_" + name + "_bytes"), planned(plan, category))
+        << name << " of mesh " << plan.config.dp << "x" << plan.config.tp << "x" << plan.config.pp
+        << "\n" << r.output;
+  }
+}
+
+// --- Data: chapter 8, every ZeRO stage -----------------------------------------------
+
+struct DataCase {
+  int n;
+  int zero;
+  const char* optimizer;
+  double bucket_mb;
+};
+void PrintTo(const DataCase& c, std::ostream* out) {
+  *out << "N" << c.n << "_zero" << c.zero << "_" << c.optimizer << "_bucket" << c.bucket_mb;
+}
+
+class PlanMatchesChapter8 : public ::testing::TestWithParam<DataCase> {};
+INSTANTIATE_TEST_SUITE_P(
+    Data, PlanMatchesChapter8,
+    ::testing::Values(DataCase{1, 0, "sgd", 0}, DataCase{2, 0, "sgd", 0}, DataCase{4, 0, "sgd", 0},
+                      DataCase{1, 1, "sgd", 0}, DataCase{2, 1, "sgd", 0}, DataCase{4, 1, "sgd", 0},
+                      DataCase{1, 2, "sgd", 0}, DataCase{2, 2, "sgd", 0}, DataCase{4, 2, "sgd", 0},
+                      DataCase{1, 3, "sgd", 0}, DataCase{2, 3, "sgd", 0}, DataCase{4, 3, "sgd", 0},
+                      DataCase{4, 1, "momentum", 0}, DataCase{4, 2, "adam", 0},
+                      DataCase{2, 2, "sgd", 5}),
+    [](const auto& info) {
+      const DataCase& c = info.param;
+      return "N" + std::to_string(c.n) + "_zero" + std::to_string(c.zero) + "_" + c.optimizer +
+             (c.bucket_mb > 0 ? "_onebucket" : "");
+    });
+
+TEST_P(PlanMatchesChapter8, EveryCategoryAndTheWireToTheByte) {
+  const DataCase c = GetParam();
+  MeshConfig config;
+  config.dp = c.n;
+  config.zero = c.zero;
+  config.batch = kBatch;
+  config.optimizer = model::parse_optimizer(c.optimizer);
+  config.bucket_mb = c.bucket_mb;
+  const MeshPlan plan = make_mesh_plan(config);
+  EXPECT_TRUE(plan.held_by_run);
+  std::string args = kTiny + std::to_string(kBatch) + " --devices " + std::to_string(c.n) +
+                     " --zero " + std::to_string(c.zero) + " --optimizer " + c.optimizer;
+  if (c.bucket_mb > 0) args += " --bucket-mb " + std::to_string(c.bucket_mb);
+  const ProgramRun r = run("08_sharded", args);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(c.n)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_data) << r.output;
+  EXPECT_EQ(plan.wire_tensor + plan.wire_pipeline, 0);
+  EXPECT_EQ(plan.bubble, 0.0);
+}
+
+// --- Tensor: chapter 10 ----------------------------------------------------------------
+
+class PlanMatchesChapter10 : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10, ::testing::Values(2, 4),
+                         [](const auto& info) { return "tp" + std::to_string(info.param); });
+
+TEST_P(PlanMatchesChapter10, EveryCategoryAndGAndFToTheByte) {
+  const int t = GetParam();
+  MeshConfig config;
+  config.tp = t;
+  config.batch = kBatch;
+  const MeshPlan plan = make_mesh_plan(config);
+  EXPECT_TRUE(plan.held_by_run);
+  EXPECT_EQ(plan.numerics, NumericsClass::kWithinBound);
+  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
+                                            std::to_string(t) + " --collectives ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("mode"), "tp") << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(t)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(key(r, "wire_g_bytes_per_step") + key(r, "wire_f_bytes_per_step"), plan.wire_tensor);
+  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+}
+
+class PlanMatchesChapter10Hybrid : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10Hybrid, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return "hybrid" + std::to_string(info.param); });
+
+TEST_P(PlanMatchesChapter10Hybrid, EveryCategoryAndEveryCollectiveToTheByte) {
+  const int n = GetParam();
+  MeshConfig config;
+  config.tp = n;
+  config.hybrid = true;
+  config.batch = kBatch;
+  const MeshPlan plan = make_mesh_plan(config);
+  EXPECT_TRUE(plan.held_by_run);
+  EXPECT_EQ(plan.numerics, n == 1 ? NumericsClass::kBitIdentical : NumericsClass::kWithinBound);
+  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
+                                            std::to_string(n) + " --hybrid --collectives ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("mode"), "hybrid") << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(n)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+}
+
+// --- Pipeline: chapter 9's real model, stage by stage -----------------------------------
+
+struct PipeCase {
+  int p;
+  int m;
+  const char* schedule;
+};
+void PrintTo(const PipeCase& c, std::ostream* out) {
+  *out << "p" << c.p << "_m" << c.m << "_" << c.schedule;
+}
+
+class PlanMatchesChapter9 : public ::testing::TestWithParam<PipeCase> {};
+INSTANTIATE_TEST_SUITE_P(Pipeline, PlanMatchesChapter9,
+                         ::testing::Values(PipeCase{2, 1, "gpipe"}, PipeCase{2, 2, "1f1b"},
+                                           PipeCase{3, 4, "gpipe"}, PipeCase{4, 4, "1f1b"},
+                                           PipeCase{4, 2, "gpipe"}),
+                         [](const auto& info) {
+                           const PipeCase& c = info.param;
+                           return "p" + std::to_string(c.p) + "_m" + std::to_string(c.m) + "_" +
+                                  c.schedule;
+                         });
+
+std::string stage_list(const MeshPlan& plan, MemoryCategory category) {
+  std::string text;
+  for (const CategoryBytes& stage : plan.per_stage) {
+    text += (text.empty() ? "" : ",") +
+            std::to_string(stage[static_cast<std::size_t>(category)]);
+  }
+  return text;
+}
+
+TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
+  const PipeCase c = GetParam();
+  constexpr int kPipelineBatch = 8;
+  MeshConfig config;
+  config.pp = c.p;
+  config.micro_batches = c.m;
+  config.batch = kPipelineBatch;
+  config.schedule = *parse_pipeline_schedule(c.schedule);
+  const MeshPlan plan = make_mesh_plan(config);
+  EXPECT_TRUE(plan.held_by_run);
+  const std::string shape = " --stages " + std::to_string(c.p) + " --micro-batches " +
+                            std::to_string(c.m) + " --schedule " + c.schedule;
+  const ProgramRun r = run("09_pipeline", "--model cifar --backend host --steps 1 --batch-size " +
+                                              std::to_string(kPipelineBatch) + shape);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(key(r, "devices"), c.p) << r.output;  // one device per stage
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_pipeline) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_tensor, 0);
+  for (int k = 0; k < kMemoryCategoryCount; ++k) {
+    const auto category = static_cast<MemoryCategory>(k);
+    if (category == MemoryCategory::kWorkspace) continue;
+    const std::string name(category_name(category));
+    EXPECT_EQ(r.last("peak_" + name + "_bytes_per_stage"), stage_list(plan, category))
+        << name << "\n" << r.output;
+  }
+  // The bubble: chapter 9 prints its closed form with three decimals.
+  const ProgramRun synthetic = run("09_pipeline", "--backend host --kernel-ms 0.2" + shape);
+  ASSERT_EQ(synthetic.exit_code, 0) << synthetic.output;
+  EXPECT_NEAR(synthetic.number("bubble_formula"), plan.bubble, 0.0005) << synthetic.output;
+  EXPECT_DOUBLE_EQ(plan.bubble, (c.p - 1.0) / (c.m + c.p - 1.0));
+}
+
+// --- The forms, table-driven -------------------------------------------------------------
+
+// The Network's activations: the plan's closed form against what a Network allocates.
+TEST(MeshPlanForms, NetworkActivationsAreWhatANetworkAllocates) {
+  for (int b : {1, 2, 3, 8, 32}) {
+    RuntimeOptions options;
+    options.backend = BackendChoice::kHost;
+    options.devices = 1;
+    auto runtime = Runtime::create(options);
+    Device& device = runtime->device(0);
+    model::Network net(device, b);
+    EXPECT_EQ(4 * network_activation_floats(b),
+              static_cast<std::int64_t>(device.memory().current(MemoryCategory::kActivations)))
+        << "batch " << b;
+  }
+  EXPECT_EQ(network_activation_floats(1), 454486 + model::kLossCount + 2);
+}
+
+TEST(MeshPlanForms, ATensorRankHoldsChapter10sSlice) {
+  for (int t : {1, 2, 3, 4, 6, 8, 12, 64, 192}) {
+    EXPECT_EQ(tensor_slice_floats(t),
+              static_cast<std::int64_t>(TensorSliceLayout(t, 0).size())) << "t = " << t;
+    const std::int64_t columns = 384 / t;
+    EXPECT_EQ(static_cast<std::int64_t>(TensorSplit::activation_floats(
+                  TensorMode::kTensorParallel, t, kBatch, static_cast<std::size_t>(columns))),
+              2 * kBatch * columns + kBatch + 2);
+  }
+  EXPECT_EQ(tensor_slice_floats(1), static_cast<std::int64_t>(model::kNumParameters));
+}
+
+struct Row {
+  MeshConfig config;
+  std::int64_t parameters, gradients, optimizer_state, communication, other;
+  std::int64_t wire_data, wire_tensor, wire_pipeline;
+};
+
+MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
+                model::Optimizer optimizer = model::Optimizer::kSgd) {
+  MeshConfig c;
+  c.dp = dp;
+  c.tp = tp;
+  c.pp = pp;
+  c.zero = zero;
+  c.micro_batches = m;
+  c.batch = batch;
+  c.optimizer = optimizer;
+  return c;
+}
+
+MeshConfig hybrid_mesh(int towers) {
+  MeshConfig c = mesh(1, towers, 1, 0);
+  c.hybrid = true;
+  return c;
+}
+
+// The forms by hand, Ψ = 1,068,298 (4 bytes a float). The rows of 1-D meshes are the
+// numbers chapters 8 and 10 printed at batch 2; the composed rows follow the same rules:
+// the tensor slice P = 109,450 + 958,848/t, ZeRO's shard ceil(P/dp), g and f over every
+// image once per data replica, a cut's activations and gradient once per replica and rank.
+TEST(MeshPlanForms, TheTableOfForms) {
+  constexpr std::int64_t psi = 1068298;
+  const std::int64_t iterator = 2 * kBatch * (4 * 1728 + 4);
+  const std::vector<Row> rows = {
+      // dp: the all-reduce's ring buffer ceil(Ψ/N); ZeRO shards one more category per stage.
+      {mesh(2, 1, 1, 0), 4 * psi, 4 * psi, 4 * psi, 4 * 534149, iterator, 4 * 2 * psi, 0, 0},
+      {mesh(4, 1, 1, 1), 4 * psi, 4 * psi, 4 * 267075, 4 * 267075, iterator, 4 * 6 * psi, 0, 0},
+      {mesh(4, 1, 1, 2), 4 * psi, 4 * (267075 + 885120), 4 * 267075, 4 * 267075, iterator,
+       4 * 6 * psi, 0, 0},
+      {mesh(2, 1, 1, 3), 4 * (534149 + 987584), 4 * (534149 + psi), 4 * 534149, 4 * 534149,
+       iterator, 4 * (3 * psi - 4864), 0, 0},
+      {mesh(2, 1, 1, 1, 1, kBatch, model::Optimizer::kAdam), 4 * psi, 4 * psi, 12 * 534149,
+       4 * 534149, iterator, 4 * 2 * psi, 0, 0},
+      // tp: the slice; the ring sized for f's b x 2304; nothing but the shared batch.
+      {mesh(1, 2, 1, 0), 4 * 588874, 4 * 588874, 4 * 588874, 4 * 2304, 0, 0,
+       4 * 2 * kBatch * 2496, 0},
+      // pp (batch 8, m 2; stage 0 conv1-norm1): whole buffers, a second gradient buffer,
+      // the mailboxes of norm1's output, the images on stage 0.
+      {mesh(1, 1, 2, 0, 2, 8), 4 * psi, 8 * psi, 4 * psi, 4 * 8 * 9216, 4 * 8 * 1728, 0, 0,
+       2 * 4 * 8 * 9216},
+      // the hybrid, 2 towers: the replicated ring's chunk and all rows of pool2 over 2;
+      // gathers and scatters of 2 x b rows each way, the replicated all-reduce.
+      {hybrid_mesh(2), 4 * 588874, 4 * 588874, 4 * 588874, 4 * (54725 + kBatch * 2304), 0, 0,
+       4 * (2 * 2 * kBatch * 2496 + 2 * 109450), 0},
+      // composed: 2 x 2 x 1 at ZeRO-1: the slice sharded, g and f in each replica.
+      {mesh(2, 2, 1, 1), 4 * 588874, 4 * 588874, 4 * 294437, 4 * (294437 + 2304), 0,
+       2 * 4 * 2 * 588874, 2 * 4 * 2 * kBatch * 2496, 0},
+  };
+  for (const Row& row : rows) {
+    const MeshPlan plan = make_mesh_plan(row.config);
+    const std::string shape = std::to_string(row.config.dp) + "x" + std::to_string(row.config.tp) +
+                              "x" + std::to_string(row.config.pp) + " zero " +
+                              std::to_string(row.config.zero);
+    EXPECT_EQ(planned(plan, MemoryCategory::kParameters), row.parameters) << shape;
+    EXPECT_EQ(planned(plan, MemoryCategory::kGradients), row.gradients) << shape;
+    EXPECT_EQ(planned(plan, MemoryCategory::kOptimizerState), row.optimizer_state) << shape;
+    EXPECT_EQ(planned(plan, MemoryCategory::kCommunication), row.communication) << shape;
+    EXPECT_EQ(planned(plan, MemoryCategory::kOther), row.other) << shape;
+    EXPECT_EQ(planned(plan, MemoryCategory::kWorkspace), 0) << shape;
+    EXPECT_EQ(plan.wire_data, row.wire_data) << shape;
+    EXPECT_EQ(plan.wire_tensor, row.wire_tensor) << shape;
+    EXPECT_EQ(plan.wire_pipeline, row.wire_pipeline) << shape;
+  }
+}
+
+TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
+  EXPECT_DOUBLE_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 8, 32)).bubble, 3.0 / 11.0);
+  EXPECT_DOUBLE_EQ(make_mesh_plan(mesh(2, 1, 2, 0, 4, 8)).bubble, 1.0 / 5.0);
+  EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).bubble, 0.0);
+  EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
+  EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
+  EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
+}
+
+TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
+  struct Refused {
+    MeshConfig config;
+    const char* says;
+  };
+  const std::vector<Refused> refused = {
+      {mesh(1, 5, 1, 0), "--tp 5 does not divide"},
+      {mesh(1, 128, 1, 0), "--tp 128 does not divide"},  // divides 384, not 192
+      {mesh(1, 1, 10, 0), "use at most 9"},
+      {mesh(1, 2, 1, 2), "--zero 2 is planned for data parallelism alone"},
+      {mesh(1, 1, 2, 3, 2, 8), "--zero 3 is planned for data parallelism alone"},
+      {mesh(2, 1, 1, 0, 2, 8), "with --pp 1 there is none"},
+      {mesh(1, 1, 2, 0, 3, 8), "not a multiple of --micro-batches 3"},
+      {mesh(0, 1, 1, 0), "at least 1"},
+  };
+  MeshConfig hybrid = mesh(2, 2, 1, 0);
+  hybrid.hybrid = true;
+  EXPECT_NE(mesh_problem(hybrid).find("--hybrid is chapter 10's split on its own"),
+            std::string::npos);
+  for (const Refused& r : refused) {
+    const std::string problem = mesh_problem(r.config);
+    EXPECT_NE(problem.find(r.says), std::string::npos) << problem;
+    EXPECT_THROW(make_mesh_plan(r.config), std::invalid_argument) << r.says;
+  }
+  MeshConfig interleaved = mesh(1, 1, 2, 0, 2, 8);
+  interleaved.schedule = PipelineSchedule::kInterleaved;
+  EXPECT_NE(mesh_problem(interleaved).find("gpipe or 1f1b"), std::string::npos);
+  EXPECT_EQ(mesh_problem(mesh(2, 2, 2, 1, 2, 8)), "");
+}
+
+// Every factorization dp x tp x pp = N: 8 has ten (ordered triples), 6 has nine, and with
+// 16 one is refused: tp 16 divides 192, pp 16 exceeds the 9 layers (1x1x16).
+TEST(MeshPlanForms, EveryShapeOfNDevices) {
+  EXPECT_EQ(mesh_shapes(8, MeshConfig{}).size(), 10u);
+  EXPECT_EQ(mesh_shapes(6, MeshConfig{}).size(), 9u);
+  const auto sixteen = mesh_shapes(16, MeshConfig{});
+  EXPECT_EQ(sixteen.size(), 14u);
+  for (const MeshConfig& c : sixteen) {
+    EXPECT_EQ(c.devices(), 16);
+    EXPECT_LE(c.pp, 9);
+  }
+}
+
+// --- 11_mesh --plan --------------------------------------------------------------------
+
+TEST(MeshProgram, PlanPrintsThePlansKeysForAComposedMesh) {
+  const ProgramRun r = run("11_mesh", "--plan --dp 2 --tp 2 --pp 2 --micro-batches 2 "
+                                      "--batch-size 8 --zero 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const MeshPlan plan = make_mesh_plan(mesh(2, 2, 2, 1, 2, 8));
+  EXPECT_EQ(r.last("mesh"), "2x2x2");
+  EXPECT_EQ(key(r, "devices"), 8);
+  for (MemoryCategory category : {MemoryCategory::kParameters, MemoryCategory::kGradients,
+                                  MemoryCategory::kOptimizerState, MemoryCategory::kActivations,
+                                  MemoryCategory::kCommunication, MemoryCategory::kOther}) {
+    const std::string name(category_name(category));
+    EXPECT_EQ(key(r, "plan_" + name + "_bytes"), planned(plan, category)) << name;
+  }
+  EXPECT_EQ(key(r, "plan_wire_data_bytes_per_step"), plan.wire_data);
+  EXPECT_EQ(key(r, "plan_wire_tensor_bytes_per_step"), plan.wire_tensor);
+  EXPECT_EQ(key(r, "plan_wire_pipeline_bytes_per_step"), plan.wire_pipeline);
+  EXPECT_EQ(key(r, "plan_wire_bytes_per_step"), plan.total_wire());
+  EXPECT_EQ(r.last("plan_bubble"), "0.333");
+  EXPECT_EQ(r.last("numerics"), "within_bound");
+  EXPECT_EQ(r.last("held_by_run"), "no");
+  EXPECT_EQ(r.last("measured"), "no");
+}
+
+TEST(MeshProgram, ShapesListsEveryMeshOfNDevices) {
+  const ProgramRun r = run("11_mesh", "--plan --shapes 8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(key(r, "shapes"), 10);
+  EXPECT_NE(r.output.find("2x2x2"), std::string::npos) << r.output;
+}
+
+TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
+  struct Refused {
+    const char* args;
+    const char* says;
+  };
+  for (const Refused& c : std::vector<Refused>{
+           {"--dp 2", "not written yet; add --plan"},
+           {"--plan --tp 5", "--tp 5 does not divide"},
+           {"--plan --pp 10", "use at most 9"},
+           {"--plan --tp 2 --zero 3", "--zero 3 is planned for data parallelism alone"},
+           {"--plan --pp 2 --micro-batches 3 --batch-size 8", "not a multiple"},
+           {"--plan --shapes 8 --dp 2", "drop --dp, --tp and --pp"},
+           {"--plan --schedule interleaved", "interleaved"},
+           {"--plan --hybrid --tp 2 --dp 2", "--hybrid is chapter 10's split on its own"},
+       }) {
+    const ProgramRun r = run("11_mesh", c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(MeshProgram, HelpSaysOnlyThePlanExists) {
+  const ProgramRun r = run("11_mesh", "--help");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("Only --plan exists so far"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace towers
