@@ -47,6 +47,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "data/preprocess.hpp"
+#include "kernels/host/openblas_core.hpp"
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
@@ -216,7 +217,8 @@ struct PytorchResult {
   double images_per_sec = 0;
   double images_per_sec_best = 0;
   std::string version;
-  std::string why;  // when not measured
+  std::string variant;  // the fastest form of the model (torch_cifar10.py)
+  std::string why;      // when not measured
 };
 
 // The default Pythons, in order, as one list for messages.
@@ -276,7 +278,20 @@ PytorchResult run_pytorch(const BenchOptions& options, const std::string& python
   r.images_per_sec = std::stod(summaries.back().at("images_per_sec"));
   r.images_per_sec_best = std::stod(summaries.back().at("images_per_sec_best"));
   if (summaries.back().contains("version")) r.version = summaries.back().at("version");
+  if (summaries.back().contains("variant")) r.variant = summaries.back().at("variant");
   return r;
+}
+
+// The value that occurs most often (the first of those tied): the form PyTorch was
+// fastest in over the rounds.
+std::string most_frequent(const std::vector<std::string>& values) {
+  std::string best;
+  long best_count = 0;
+  for (const std::string& v : values) {
+    const long count = std::count(values.begin(), values.end(), v);
+    if (count > best_count) best = v, best_count = count;
+  }
+  return best;
 }
 
 void print_row(const std::string& who, const std::string& threads, int batch, double median_ms,
@@ -293,6 +308,7 @@ struct HostCase {
   std::vector<CaseResult> towers;
   std::vector<double> pytorch_ips;  // empty without PyTorch
   std::string pytorch_version;
+  std::vector<std::string> pytorch_variants;  // the fastest form, one per round
   std::vector<double> ratios;  // towers / PyTorch images/s, one per round
   std::vector<double> gflops;  // sgemm, one per round (empty with --sgemm-size 0)
   std::vector<double> shares;  // towers images/s / that round's ceiling
@@ -306,9 +322,10 @@ HostCase run_host_case(Trainer& trainer, const BenchOptions& options, int thread
     if (options.sgemm_size > 0) {
       const double g = sgemm_gflops(options.sgemm_size, threads, 3);
       hc.gflops.push_back(g);
-      std::printf("# sgemm %d^3, OpenBLAS, %d thread(s): %.1f GFLOP/s (best of 3) -> ceiling "
-                  "%.0f images/s\n",
-                  options.sgemm_size, threads, g, g * 1e9 / flops_per_image);
+      std::printf("# sgemm %d^3, OpenBLAS %s kernels, %d thread(s): %.1f GFLOP/s (best of 3) "
+                  "-> ceiling %.0f images/s\n",
+                  options.sgemm_size, host::loaded_openblas().core.c_str(), threads, g,
+                  g * 1e9 / flops_per_image);
     }
     ops::set_host_op_threads(threads);
     const CaseResult r = run_case(trainer, options);
@@ -326,6 +343,7 @@ HostCase run_host_case(Trainer& trainer, const BenchOptions& options, int thread
     }
     hc.pytorch_ips.push_back(p.images_per_sec);
     hc.pytorch_version = p.version.empty() ? "unknown" : p.version;
+    hc.pytorch_variants.push_back(p.variant.empty() ? "unknown" : p.variant);
     hc.ratios.push_back(ips / p.images_per_sec);
     std::snprintf(note, sizeof note, "ratio %.2f", hc.ratios.back());
     print_row("pytorch", std::to_string(threads), options.batch_size,
@@ -341,6 +359,11 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
   const double flops_per_image = 2.0 * model::Network::multiply_adds_per_image();
   std::printf("# matrix products of one image's step: %.1f MFLOP (from the layer shapes)\n",
               flops_per_image / 1e6);
+  // The ceiling is OpenBLAS's: which kernels it runs, and whether they are below the CPU's
+  // (a line on stderr if so, before the first sgemm).
+  host::warn_once_if_openblas_core_is_below_the_cpu();
+  const host::OpenblasBuild openblas = host::loaded_openblas();
+  std::printf("# OpenBLAS: %s kernels (%s)\n", openblas.core.c_str(), openblas.config.c_str());
   std::string why;
   if (!options.pytorch) {
     why = "skipped (--no-pytorch)";
@@ -388,6 +411,7 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
       summary.add("pytorch", std::string("measured"))
           .add("pytorch_version", hc.pytorch_version)
           .add("pytorch_images_per_sec", base::median(hc.pytorch_ips), 1)
+          .add("pytorch_variant", most_frequent(hc.pytorch_variants))
           .add("ratio", base::median(hc.ratios), 2)
           .add("pairs", static_cast<int>(hc.ratios.size()));
     } else {
@@ -396,6 +420,7 @@ int run_host(Runtime& runtime, Trainer& trainer, const BenchOptions& options,
     if (!hc.gflops.empty()) {
       const double gflops = base::median(hc.gflops);
       summary.add("mflop_per_image", flops_per_image / 1e6, 1)
+          .add("openblas_core", host::loaded_openblas().core)
           .add("sgemm_gflops", gflops, 1)
           .add("ceiling_images_per_sec", gflops * 1e9 / flops_per_image, 0)
           .add("ceiling_share", base::median(hc.shares), 2);

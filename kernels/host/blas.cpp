@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "kernels/host/openblas_core.hpp"
 #include "kernels/host/parallel.hpp"
 
 namespace towers::host {
@@ -16,11 +17,16 @@ namespace {
 
 // OpenBLAS starts with one thread per core and would split every call over them. Each
 // call here gets one thread, always: the threads come from parallel_for instead (see
-// blas.hpp for why), set once before the first product.
+// blas.hpp for why), set once before the first product. That is also when a program
+// that computes on the host learns whether OpenBLAS chose kernels below its CPU's
+// (openblas_core.hpp): one line on stderr, once, if so.
 std::once_flag single_thread_once;
 
 void apply_single_thread() {
-  std::call_once(single_thread_once, [] { openblas_set_num_threads(1); });
+  std::call_once(single_thread_once, [] {
+    openblas_set_num_threads(1);
+    warn_once_if_openblas_core_is_below_the_cpu();
+  });
 }
 
 CBLAS_TRANSPOSE to_cblas(bool trans) { return trans ? CblasTrans : CblasNoTrans; }

@@ -4,8 +4,8 @@
 //
 // Activation gradients alternate between grad_a and grad_b (B = batch size):
 //   dlogits [B, 10] -> dlocal4 [B, 192] (a) -> dlocal3 [B, 384] (b) -> dpool2 [B, 2304] (a)
-//   -> dnorm2 (b) -> dconv2 (a) -> dcol2 [B * 144, 1600] (col2) -> dnorm1 (b) -> dpool1 (a)
-//   -> dconv1 [B, 24, 24, 64] (b).
+//   -> dnorm2 (b) -> dconv2 (a) -> dnorm1 (b, through col2: on cuda dcol2 [B * 144, 1600],
+//   on the host dconv2 zero-padded) -> dpool1 (a) -> dconv1 [B, 24, 24, 64] (b).
 // No gradient is taken for the images.
 //
 // Each decayed layer gets its weight-decay term right after its own gemm, so its gradients
@@ -31,6 +31,15 @@ void Network::Impl::input_gradient(Stream& s, int rows, int in, int out, const f
                                    const float* w, float* dx) {
   // dx[rows, in] = dy[rows, out] w[in, out]^T
   ops::gemm(s, false, true, rows, in, out, 1.0f, dy, out, w, out, 0.0f, dx, in);
+}
+
+void Network::Impl::conv_weight_gradients(Stream& s, Nhwc shape, const float* col,
+                                          const float* dy, float* dw, float* db) {
+  // dw[25 in, 64] = im2col(x)^T dy, from col as the forward pass left it (ops_fast_host.hpp)
+  ops::conv_weight_grad_fast(s, shape, kKernel, dy, 64, col, dw);
+  // db[64] = dy[pixels, 64]^T ones, as for the dense layers.
+  ops::gemv(s, true, static_cast<int>(shape.pixels()), 64, 1.0f, dy, 64, ones.as<float>(), 0.0f,
+            db);
 }
 
 Buffer& Network::Impl::output_gradient(int layer) {
@@ -138,13 +147,12 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
       break;
     case kConv2: {
       ops::relu_backward(s, shape2.size(), conv2.as<float>(), ga, ga);
-      // conv2 = col2 w2: dw2 [1600, 64] = col2^T dconv2; dcol2 = dconv2 w2^T overwrites
-      // col2, which is no longer needed once dw2 has been computed (the stream keeps that
-      // order), and col2im sums it into dnorm1: that product and col2im in one op, tile by
-      // tile (ops_fast_host.hpp).
-      const int columns2 = math::im2col_columns(kKernel, 64);
-      weight_gradients(s, static_cast<int>(shape2.pixels()), columns2, 64, col2.as<float>(), ga,
-                       g("conv2/weights"), g("conv2/biases"));
+      // conv2 = im2col(norm1) w2: dw2 [1600, 64] = im2col(norm1)^T dconv2, from col2; then
+      // dnorm1 = col2im(dconv2 w2^T), whose workspace overwrites col2, no longer needed once
+      // dw2 has been computed (the stream keeps that order). ops_fast_host.hpp says how
+      // each backend computes them.
+      conv_weight_gradients(s, shape2, col2.as<float>(), ga, g("conv2/weights"),
+                            g("conv2/biases"));
       done();  // conv2: dw2 and db2 are written; dnorm1 is not a variable's gradient
       ops::conv_input_grad_fast(s, ga, 64, p("conv2/weights"), shape2, kKernel,
                                 col2.as<float>(), gb);  // dnorm1
@@ -160,8 +168,8 @@ void Network::Impl::backward_layer(Stream& s, int layer, const ParamSource& para
       break;
     case kConv1:
       ops::relu_backward(s, shape1.size(), conv1.as<float>(), gb, gb);
-      weight_gradients(s, shape1.pixels(), math::im2col_columns(kKernel, 3), 64, col1.as<float>(),
-                       gb, g("conv1/weights"), g("conv1/biases"));
+      conv_weight_gradients(s, Nhwc{b, 24, 24, 3}, col1.as<float>(), gb, g("conv1/weights"),
+                            g("conv1/biases"));
       done();
       break;
     default:

@@ -4,8 +4,9 @@
 // backward pass); nothing outside the model includes this header.
 //
 // Every buffer is device memory of the Network's device, sized for batch_size images.
-// Buffers are reused where lifetimes allow: the backward pass writes d(col2) into col2,
-// and passes each activation gradient back and forth between grad_a and grad_b.
+// Buffers are reused where lifetimes allow: the backward pass writes conv2's input
+// gradient's workspace into col2, and passes each activation gradient back and forth
+// between grad_a and grad_b.
 #pragma once
 
 
@@ -81,7 +82,8 @@ struct Network::Impl {
   /// Allocates every buffer for `batch` images on `device` and fills `ones` (blocks).
   Impl(Device& device, int batch);
 
-  /// y = relu(conv5x5_same(x, w) + bias); col receives im2col(x). x has shape `shape`.
+  /// y = relu(conv5x5_same(x, w) + bias); col receives what the weight gradient reads
+  /// (ops_fast_host.hpp: the host x zero-padded, cuda im2col(x)). x has shape `shape`.
   void conv_forward(Stream& s, const float* x, Nhwc shape, const float* w, const float* bias,
                     int out_channels, float* col, float* y);
   /// y[B, out] = x[B, in] w[in, out] + bias, then ReLU when `relu`.
@@ -126,9 +128,16 @@ struct Network::Impl {
   /// The same layer's input gradient dx[rows, in] = dy w^T: the one product that reads w.
   void input_gradient(Stream& s, int rows, int in, int out, const float* dy, const float* w,
                       float* dx);
+  /// Weight and bias gradients of a conv layer (input shape `shape`, 64 outputs) from
+  /// dy and what conv_forward left in col: dw = im2col(x)^T dy, db = dy^T ones.
+  void conv_weight_gradients(Stream& s, Nhwc shape, const float* col, const float* dy,
+                             float* dw, float* db);
 
   int batch_size;  ///< B
 
+  /// The conv layers' workspaces, sized for im2col's matrix, which the cuda backend
+  /// keeps there; the host's implicit products use the start of them for their inputs
+  /// zero-padded (ops_fast_host.hpp).
   Buffer col1;          ///< im2col(images): [B * 24 * 24, 75]
   Buffer conv1;         ///< [B, 24, 24, 64], after ReLU
   Buffer pool1;         ///< [B, 12, 12, 64]

@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/blas.hpp"
 #include "kernels/cuda/kernels.hpp"
-#include "kernels/host/blas.hpp"
+#include "kernels/host/implicit_conv.hpp"
 #include "kernels/host/parallel.hpp"
 #include "kernels/host/phase_clock.hpp"
 #include "kernels/math/conv.hpp"
@@ -19,64 +19,6 @@ namespace towers::ops {
 namespace {
 
 using Ctx = CudaLaunchContext;
-
-// col[pixels, k*k*C]: row (n, oy, ox) holds, tap by tap (kh, kw), the C channels of input
-// pixel (oy + kh - k/2, ox + kw - k/2), or C zeros where that pixel is padding. The taps
-// of one kernel row kh are k neighbouring pixels of one input row, contiguous in NHWC as
-// they are in col: one copy per kernel row for the taps inside the image, zeros around
-// it. (One copy per tap costs a library call per 3 floats in conv1.)
-void host_im2col(const float* x, Nhwc s, int k, float* col, int n_begin, int n_end) {
-  const int c = s.channels;
-  const std::size_t run = static_cast<std::size_t>(c) * sizeof(float);  // one tap
-  float* out = col + static_cast<std::size_t>(n_begin) * s.height * s.width *
-                         math::im2col_columns(k, c);
-  for (int n = n_begin; n < n_end; ++n) {
-    for (int oy = 0; oy < s.height; ++oy) {
-      for (int ox = 0; ox < s.width; ++ox) {
-        // Taps kw in [first, last) read real pixels: 0 <= ox + kw - k/2 < width.
-        const int first = std::max(0, k / 2 - ox);
-        const int last = std::min(k, s.width - ox + k / 2);
-        for (int kh = 0; kh < k; ++kh, out += k * c) {
-          const int iy = oy + kh - k / 2;
-          if (iy < 0 || iy >= s.height || first >= last) {
-            std::memset(out, 0, k * run);  // all-zero bits are 0.0f
-            continue;
-          }
-          std::memset(out, 0, first * run);
-          std::memcpy(out + first * c, x + s.offset(n, iy, ox + first - k / 2, 0),
-                      (last - first) * run);
-          std::memset(out + last * c, 0, (k - last) * run);
-        }
-      }
-    }
-  }
-}
-
-// dx pixel (n, iy, ix) = sum over taps (kh, kw) increasing of the dcol run that im2col
-// copied from it: row (n, iy - kh + k/2, ix - kw + k/2), tap (kh, kw).
-void host_col2im(const float* dcol, Nhwc s, int k, float* dx, int n_begin, int n_end) {
-  const int c = s.channels;
-  const int columns = math::im2col_columns(k, c);
-  for (int n = n_begin; n < n_end; ++n) {
-    for (int iy = 0; iy < s.height; ++iy) {
-      for (int ix = 0; ix < s.width; ++ix) {
-        float* sum = dx + s.offset(n, iy, ix, 0);
-        std::fill(sum, sum + c, 0.0f);
-        for (int kh = 0; kh < k; ++kh) {
-          const int oy = iy - kh + k / 2;
-          if (oy < 0 || oy >= s.height) continue;
-          for (int kw = 0; kw < k; ++kw) {
-            const int ox = ix - kw + k / 2;
-            if (ox < 0 || ox >= s.width) continue;
-            const std::size_t row = (static_cast<std::size_t>(n) * s.height + oy) * s.width + ox;
-            const float* from = dcol + row * columns + (kh * k + kw) * c;
-            for (int j = 0; j < c; ++j) sum[j] += from[j];
-          }
-        }
-      }
-    }
-  }
-}
 
 // Output pixel (n, oy, ox) takes, channel by channel, the first largest real cell of its
 // window (rows y0.., columns x0.., row-major), with the input's flat index as argmax.
@@ -149,29 +91,20 @@ void over_images(int batch, Loop loop) {
   });
 }
 
-// Bytes of im2col matrix per tile of the fused convolution ops: half the L2 of the
-// development machine's cores (1 MiB each), so a tile and its product's other operands
-// stay in cache. A tile is at least one image (conv2's is 0.9 MB).
-constexpr std::size_t kConvTileBytes = std::size_t{512} << 10;
-
-// Images per tile for im2col rows of `columns` floats over `pixels` pixels per image.
-int tile_images(const Nhwc& s, int columns) {
-  const std::size_t per_image = static_cast<std::size_t>(s.height) * s.width * columns * sizeof(float);
-  return static_cast<int>(std::max<std::size_t>(1, kConvTileBytes / per_image));
+// The host's zero-padded copies live in the op's workspace (col) where they fit; the
+// padded output gradient may not for a layer with far more outputs than inputs on tiny
+// images (not the model's: conv2's takes a seventh of col2), and then gets memory of its
+// own.
+float* workspace(float* col, math::Index col_floats, math::Index needed,
+                 std::vector<float>& own) {
+  if (needed <= col_floats) return col;
+  own.resize(static_cast<std::size_t>(needed));
+  return own.data();
 }
 
-// Runs tile(n_begin, n_end) for the tiles of `per_tile` images at fixed positions (0,
-// per_tile, 2 per_tile, ...), the tiles split over the op threads. Inside a part, the
-// host BLAS and loops run on the calling thread (parallel.hpp: parts never split again).
-template <typename Tile>
-void over_tiles(int batch, int per_tile, Tile tile) {
-  const int tiles = (batch + per_tile - 1) / per_tile;
-  host::parallel_for(tiles, 1, [&](std::int64_t t0, std::int64_t t1) {
-    for (std::int64_t t = t0; t < t1; ++t) {
-      const int n0 = static_cast<int>(t) * per_tile;
-      tile(n0, std::min(batch, n0 + per_tile));
-    }
-  });
+// Floats of a zero-padded copy of a batch of shape s, `channels` per pixel.
+math::Index padded_floats(const Nhwc& s, int k, int channels) {
+  return static_cast<math::Index>(s.batch) * (s.height + k - 1) * (s.width + k - 1) * channels;
 }
 
 // The fused ops' trace names, also their phase records' (kernels/host/phase_clock.hpp).
@@ -183,32 +116,18 @@ constexpr const char* kConvInputGradName = "gemm_col2im";
 void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const float* w,
                        const float* bias, int out_channels, float* col, float* y) {
   const int columns = math::im2col_columns(k, s.channels);
-  const int per_image = s.height * s.width;  // output pixels (SAME) = rows of col
   stream.launch(
       kConvForwardName,
       [=] {
         host::PhaseRecord record(kConvForwardName);  // phase times, for profiles
-        over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
-          const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
-          const int rows = (n1 - n0) * per_image;
-          float* col_tile = col + row0 * columns;
-          float* y_tile = y + row0 * out_channels;
-          host::PhaseTimer phases(record);  // each pass of the tile, for profiles
-          host_im2col(x, s, k, col, n0, n1);
+        // Each part pads its own images into col (the weight gradient reads them there
+        // later), then computes their outputs from them: the product with bias and ReLU.
+        over_images(s.batch, [&](int n0, int n1) {
+          host::PhaseTimer phases(record);
+          host::conv_pad(x, s, k / 2, col, n0, n1);
           phases.lap(host::Phase::kIm2col);
-          host::gemm(false, false, rows, out_channels, columns, 1.0f, col_tile, columns, w,
-                     out_channels, 0.0f, y_tile, out_channels);
+          host::conv_forward_implicit(col, s, k, w, out_channels, bias, y, n0, n1);
           phases.lap(host::Phase::kProduct);
-          // bias_add and relu_forward in one pass: host::bias_add's sum, then
-          // math::relu_forward's select, element by element.
-          for (int r = 0; r < rows; ++r) {
-            float* y_row = y_tile + static_cast<std::size_t>(r) * out_channels;
-            for (int j = 0; j < out_channels; ++j) {
-              const float sum = y_row[j] + bias[j];
-              y_row[j] = sum > 0.0f ? sum : 0.0f;
-            }
-          }
-          phases.lap(host::Phase::kBiasRelu);
         });
       },
       [=](const Ctx& c) {
@@ -221,24 +140,48 @@ void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const floa
       });
 }
 
+void conv_weight_grad_fast(Stream& stream, Nhwc s, int k, const float* dy, int out_channels,
+                           const float* col, float* dw) {
+  const int columns = math::im2col_columns(k, s.channels);
+  stream.launch(
+      "gemm",
+      [=] {
+        // Rows of dw split over the op threads; every row sums all images in order.
+        host::parallel_for(columns, 1, [&](std::int64_t r0, std::int64_t r1) {
+          host::conv_weight_grad_implicit(col, s, k, dy, out_channels, dw,
+                                          static_cast<int>(r0), static_cast<int>(r1));
+        });
+      },
+      [=](const Ctx& c) {
+        cuda::gemm(c, true, false, columns, out_channels, static_cast<int>(s.pixels()), 1.0f, col,
+                   columns, dy, out_channels, 0.0f, dw, out_channels);
+      });
+}
+
 void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, const float* w,
                           Nhwc s, int k, float* dcol, float* dx) {
   const int columns = math::im2col_columns(k, s.channels);
-  const int per_image = s.height * s.width;
   stream.launch(
       kConvInputGradName,
       [=] {
         host::PhaseRecord record(kConvInputGradName);
-        over_tiles(s.batch, tile_images(s, columns), [&](int n0, int n1) {
-          const std::size_t row0 = static_cast<std::size_t>(n0) * per_image;
-          const int rows = (n1 - n0) * per_image;
-          // dcol rows of this tile = dy rows w^T, then summed into this tile's images.
+        // dx is the forward convolution of dy, zero-padded, with the weights turned by
+        // 180 degrees and their in and out swapped (implicit_conv.hpp).
+        host::PhaseTimer flip(record);
+        std::vector<float> w_flip(static_cast<std::size_t>(columns) * out_channels);
+        host::conv_flip_weights(w, k, s.channels, out_channels, w_flip.data());
+        flip.lap(host::Phase::kIm2col);
+        const Nhwc dy_shape{s.batch, s.height, s.width, out_channels};
+        std::vector<float> own;
+        float* dy_pad = workspace(dcol, s.pixels() * columns,
+                                  padded_floats(s, k, out_channels), own);
+        over_images(s.batch, [&](int n0, int n1) {
           host::PhaseTimer phases(record);
-          host::gemm(false, true, rows, columns, out_channels, 1.0f, dy + row0 * out_channels,
-                     out_channels, w, out_channels, 0.0f, dcol + row0 * columns, columns);
+          host::conv_pad(dy, dy_shape, k / 2, dy_pad, n0, n1);
+          phases.lap(host::Phase::kIm2col);
+          host::conv_forward_implicit(dy_pad, dy_shape, k, w_flip.data(), s.channels, nullptr,
+                                      dx, n0, n1);
           phases.lap(host::Phase::kProduct);
-          host_col2im(dcol, s, k, dx, n0, n1);
-          phases.lap(host::Phase::kCol2im);
         });
       },
       [=](const Ctx& c) {
@@ -246,22 +189,6 @@ void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, con
                    out_channels, 0.0f, dcol, columns);
         cuda::col2im(c, dcol, s, k, dx);
       });
-}
-
-void im2col_fast(Stream& stream, const float* x, Nhwc s, int k, float* col) {
-  stream.launch(
-      "im2col",
-      [=] { over_images(s.batch, [&](int n0, int n1) { host_im2col(x, s, k, col, n0, n1); }); },
-      [=](const Ctx& c) { cuda::im2col(c, x, s, k, col); });
-}
-
-void col2im_fast(Stream& stream, const float* dcol, Nhwc s, int k, float* dx) {
-  stream.launch(
-      "col2im",
-      [=] {
-        over_images(s.batch, [&](int n0, int n1) { host_col2im(dcol, s, k, dx, n0, n1); });
-      },
-      [=](const Ctx& c) { cuda::col2im(c, dcol, s, k, dx); });
 }
 
 void max_pool_forward_fast(Stream& stream, const float* x, Nhwc in, float* y, int* argmax) {

@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: MIT
-// Faster host loops for four data-movement ops, with the same results bit for bit; and
-// two fused convolution ops (at the end) that run a layer's passes tile by tile.
+// Faster host versions of the model's data-movement and convolution ops.
 //
 // The host loops of kernels/host compute every output element on its own, index
 // arithmetic included, exactly as a CUDA thread does; that is what makes them the GPU's
-// oracle, and on the CPU it makes im2col, col2im and the pooling gradient cost more than
-// all the matrix products of a step. The ops here do the same work in the order a CPU
-// likes: whole runs of channels at a time (channels are contiguous in NHWC). Each output
-// element still receives the same value, added up in the same order, so the results are
-// identical to the ops in ops.hpp; tests/model/ops_fast_host_test.cpp checks that bit for
-// bit. On the cuda backend each launches the very kernel of its ops.hpp twin.
+// oracle. Two kinds of ops here do the same work in the order a CPU likes:
+//
+// - Max pooling, forward and backward: whole runs of channels at a time (channels are
+//   contiguous in NHWC). Each output element receives the same value, added up in the
+//   same order, so the results are identical to max_pool_forward and max_pool_backward
+//   in ops.hpp; tests/model/ops_fast_host_test.cpp checks that bit for bit.
+// - A convolution layer's three products in one op each, computed on the host without
+//   the im2col matrix (implicit GEMM, kernels/host/implicit_conv.hpp): the only data they
+//   move is a zero-padded copy of their input, into the layer's col buffer, which on the
+//   host is that copy's workspace instead of an im2col matrix. Each output element is one
+//   chain of fused multiply-adds in im2col's column order: not the bits of im2col + gemm
+//   (whose BLAS adds long sums in blocks), but the same bits with any number of op
+//   threads and with any of the host's vector widths. tests/model/conv_fused_host_test.cpp
+//   compares them with the plain op sequences (ops.hpp) within a bound. On the cuda
+//   backend each runs the plain sequence's kernels (im2col, cuBLAS, col2im), with col
+//   holding im2col's matrix as before.
 //
 // Each host loop splits the batch into whole images over the op threads
-// (kernels/host/parallel.hpp); an image's outputs depend only on that image, so the
-// split changes no bit.
+// (kernels/host/parallel.hpp), the weight gradient the rows of its result; each element
+// is computed the same way whatever the split, so the split changes no bit.
 //
 // Same contracts as their twins in ops.hpp: one Stream::launch each, enqueue only.
 // Introduced in chapter 1.
@@ -22,14 +31,6 @@
 #include "model/ops.hpp"
 
 namespace towers::ops {
-
-/// ops::im2col, with a host loop that copies (or zero-fills) one run of C channels per
-/// kernel tap: col[pixels, k*k*C] from x of shape s.
-void im2col_fast(Stream& stream, const float* x, Nhwc s, int k, float* col);
-
-/// ops::col2im, with a host loop that adds whole runs of C channels: dx (shape s) from
-/// dcol[pixels, k*k*C], each element summed over kernel rows, then columns, as col2im.
-void col2im_fast(Stream& stream, const float* dcol, Nhwc s, int k, float* dx);
 
 /// ops::max_pool_forward, with a host loop that compares whole runs of C channels: each
 /// output visits its window's real cells in row-major order and keeps the first maximum,
@@ -42,25 +43,27 @@ void max_pool_forward_fast(Stream& stream, const float* x, Nhwc in, float* y, in
 void max_pool_backward_fast(Stream& stream, const float* dy, const int* argmax, Nhwc in,
                             float* dx);
 
-/// The forward pass of a 5x5 SAME convolution layer in one op: im2col_fast(x) into
-/// col[pixels, k*k*C], y[pixels, out] = col w[k*k*C, out], ops::bias_add, ops::relu_forward.
-/// The plain sequence makes four passes over the batch, each reading from memory what the
-/// last one wrote (col2 alone is 118 MB at batch 128). The host loop here makes them tile
-/// by tile, a few images at a time (kConvTileBytes of col), so each tile's col is still in
-/// cache for its product and y for the bias and ReLU. col is still filled whole: the
-/// backward pass needs it. Tiles lie at fixed image indices and are split over the op
-/// threads, each tile a single-threaded product, so results do not depend on the thread
-/// count; each element of y gets the same bias add and ReLU as the plain ops, and the
-/// products differ from the plain op's whole-batch product at most where the BLAS picks
-/// another kernel for fewer rows (tests/model/conv_fused_host_test.cpp compares them).
-/// On the cuda backend: the plain sequence's four kernels.
+/// The forward pass of a SAME convolution layer (k x k, odd k) in one op: y[pixels, out]
+/// = relu(im2col(x) w[k*k*C, out] + bias), x of shape s. On the host col[pixels, k*k*C] is
+/// the workspace: it receives x zero-padded (k/2 on every side, [batch, height + k - 1,
+/// width + k - 1, C]), which conv_weight_grad_fast reads later, and the product reads its
+/// taps from there (implicit GEMM). On the cuda backend: ops::im2col into col, gemm,
+/// bias_add and relu_forward, col then holding im2col(x).
 void conv_forward_fast(Stream& stream, const float* x, Nhwc s, int k, const float* w,
                        const float* bias, int out_channels, float* col, float* y);
 
-/// The input gradient of a convolution layer in one op: dcol[pixels, k*k*C] = dy[pixels,
-/// out] w^T, then col2im_fast(dcol) into dx (shape s); dcol may be the forward pass's col
-/// once the weight gradient has read it. Tiled as conv_forward_fast, so each tile's dcol
-/// is summed into dx while still in cache; col2im_fast's sums, in its order.
+/// The weight gradient of that layer: dw[k*k*C, out] = im2col(x)^T dy, dy [pixels, out],
+/// from what conv_forward_fast left in col (the host: x zero-padded, read in place; cuda:
+/// im2col(x), a gemm). On the host its rows split over the op threads, each summing every
+/// image in order. Traced as "gemm": it is the layer's weight product.
+void conv_weight_grad_fast(Stream& stream, Nhwc s, int k, const float* dy, int out_channels,
+                           const float* col, float* dw);
+
+/// The input gradient of that layer: dx (shape s) = col2im(dy[pixels, out] w^T). On the
+/// host, the forward convolution of dy, zero-padded into dcol, with the weights turned by
+/// 180 degrees (implicit GEMM, no col2im); on cuda, dcol = dy w^T and col2im. dcol may be
+/// the forward pass's col once the weight gradient has read it: either way it is
+/// overwritten.
 void conv_input_grad_fast(Stream& stream, const float* dy, int out_channels, const float* w,
                           Nhwc s, int k, float* dcol, float* dx);
 

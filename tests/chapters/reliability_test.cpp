@@ -233,6 +233,27 @@ TEST(BenchFlags, TrainBenchRunsPythonWithoutAShell) {
   EXPECT_TRUE(has(r, "cannot run it (not found, or not executable)")) << r.output;
   EXPECT_FALSE(fs::exists(dir.path() / "pwned")) << "the folder's name ran as a command";
 }
+// bench_train names the kernels its ceiling was measured with, as the library reports them
+// (issue 41): OpenBLAS's choice, here forced by OPENBLAS_CORETYPE, beside the sgemm line
+// and in the summary. A tiny run: three steps of 2 images, a 64^3 sgemm.
+TEST(BenchFlags, TrainBenchNamesTheOpenblasKernelsOfItsCeiling) {
+#if defined(__x86_64__)
+  const std::string core = "Haswell";  // every x86-64 OpenBLAS with DYNAMIC_ARCH has it
+  const std::string prefix = "OPENBLAS_CORETYPE=" + core + " ";
+#else
+  const std::string core, prefix;
+#endif
+  auto r = run("bench_train",
+               "--batch-size 2 --warmup 1 --steps 2 --pairs 1 --sgemm-size 64 --threads 1 "
+               "--profile-steps 1 --no-pytorch",
+               prefix);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.last("openblas_core").empty()) << r.output;
+  if (!core.empty()) {
+    EXPECT_EQ(r.last("openblas_core"), core) << r.output;
+    EXPECT_TRUE(has(r, "# sgemm 64^3, OpenBLAS " + core + " kernels, 1 thread(s)")) << r.output;
+  }
+}
 #endif
 
 // A full disk is a failure during the run, exit status 1 as docs/reliability.md promises,

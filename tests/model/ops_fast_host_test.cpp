@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// ops_fast_host.hpp: each fast op gives exactly the bits of its ops.hpp twin, on the
-// model's shapes and on odd ones (non-square, 3 channels, kernel 3), on each backend;
-// and on the host with the batch split over three threads.
+// ops_fast_host.hpp: the fast pooling ops give exactly the bits of their ops.hpp twins,
+// on the model's shapes and on odd ones (non-square, 3 channels), on each backend; and on
+// the host with the batch split over three threads. The convolution ops are compared in
+// conv_fused_host_test.cpp, within a bound.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,7 +10,6 @@
 
 #include "../runtime/backends.hpp"
 #include "device_io.hpp"
-#include "kernels/math/conv.hpp"
 #include "kernels/math/pool.hpp"
 #include "model/ops.hpp"
 #include "model/ops_fast_host.hpp"
@@ -32,28 +32,6 @@ class FastHostOps : public EachBackend {
   const std::vector<Case> cases_ = {
       {{2, 24, 24, 3}, 5}, {{2, 12, 12, 64}, 5}, {{3, 7, 5, 3}, 3}, {{1, 4, 9, 2}, 5}};
 };
-
-TEST_P(FastHostOps, Im2colAndCol2imMatchTheirTwinsBitForBit) {
-  DeviceIo io(GetParam());
-  for (const Case& c : cases_) {
-    const std::size_t cols = static_cast<std::size_t>(c.shape.pixels()) *
-                             math::im2col_columns(c.k, c.shape.channels);
-    const float* x = io.upload(random_values(c.shape.size(), 1));
-    float* col = io.upload(std::vector<float>(cols, -7.0f));
-    float* col_fast = io.upload(std::vector<float>(cols, 7.0f));
-    im2col(io.stream(), x, c.shape, c.k, col);
-    im2col_fast(io.stream(), x, c.shape, c.k, col_fast);
-    EXPECT_EQ(io.download(col, cols), io.download(col_fast, cols)) << "im2col k=" << c.k;
-
-    const float* dcol = io.upload(random_values(cols, 2));
-    float* dx = io.upload(std::vector<float>(c.shape.size(), -7.0f));
-    float* dx_fast = io.upload(std::vector<float>(c.shape.size(), 7.0f));
-    col2im(io.stream(), dcol, c.shape, c.k, dx);
-    col2im_fast(io.stream(), dcol, c.shape, c.k, dx_fast);
-    EXPECT_EQ(io.download(dx, c.shape.size()), io.download(dx_fast, c.shape.size()))
-        << "col2im k=" << c.k;
-  }
-}
 
 TEST_P(FastHostOps, MaxPoolMatchesItsTwinBitForBit) {
   DeviceIo io(GetParam());
@@ -85,21 +63,9 @@ TEST(FastHostOpsThreads, SplittingTheBatchGivesTheTwinsBits) {
   testing::OpThreads setting(3);
   DeviceIo io(Backend::kHost);
   for (const Nhwc shape : {Nhwc{5, 12, 12, 64}, Nhwc{5, 24, 24, 3}}) {
-    const int k = 5;
-    const std::size_t cols =
-        static_cast<std::size_t>(shape.pixels()) * math::im2col_columns(k, shape.channels);
     const float* x = io.upload(random_values(shape.size(), 11));
-    float* col = io.upload(std::vector<float>(cols, -7.0f));
-    float* col_fast = io.upload(std::vector<float>(cols, 7.0f));
-    im2col(io.stream(), x, shape, k, col);
-    im2col_fast(io.stream(), x, shape, k, col_fast);
-    EXPECT_EQ(io.download(col, cols), io.download(col_fast, cols)) << "im2col";
     float* dx = io.upload(std::vector<float>(shape.size(), -7.0f));
     float* dx_fast = io.upload(std::vector<float>(shape.size(), 7.0f));
-    col2im(io.stream(), col, shape, k, dx);
-    col2im_fast(io.stream(), col, shape, k, dx_fast);
-    EXPECT_EQ(io.download(dx, shape.size()), io.download(dx_fast, shape.size())) << "col2im";
-
     const Nhwc out = math::max_pool_output_shape(shape);
     float* y = io.upload(std::vector<float>(out.size()));
     int* argmax = io.upload(std::vector<int>(out.size()));

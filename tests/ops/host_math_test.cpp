@@ -170,8 +170,9 @@ TEST(HostMath, SoftmaxCrossEntropyAndTop1) {
   expect_same_bits(correct, correct_math, "top1_correct");
 }
 
-// The model's conv and pool ops: the kernels/host loops and the ops_fast_host loops (run
-// through a host stream, as the model runs them), each against the math per element.
+// The model's conv and pool ops: the kernels/host loops, and the ops_fast_host pooling
+// loops (run through a host stream, as the model runs them), each against the math per
+// element. The host's implicit convolution has tests of its own (implicit_conv_test.cpp).
 TEST(HostMath, ConvAndPoolOpsAndTheirFastTwins) {
   for (const Nhwc& s : kShapes) {
     for (int k : {3, 5}) {
@@ -189,14 +190,6 @@ TEST(HostMath, ConvAndPoolOpsAndTheirFastTwins) {
         expect_same_bits(col, col_math, "im2col" + what);
         host::col2im(dcol.data(), s, k, dx.data());
         expect_same_bits(dx, dx_math, "col2im" + what);
-
-        model::testing::DeviceIo io(Backend::kHost);
-        float* col_fast = io.upload(std::vector<float>(cols, 7.0f));
-        float* dx_fast = io.upload(std::vector<float>(s.size(), 7.0f));
-        ops::im2col_fast(io.stream(), io.upload(x), s, k, col_fast);
-        ops::col2im_fast(io.stream(), io.upload(dcol), s, k, dx_fast);
-        expect_same_bits(io.download(col_fast, cols), col_math, "im2col_fast" + what);
-        expect_same_bits(io.download(dx_fast, s.size()), dx_math, "col2im_fast" + what);
       }
     }
     // Ties included: values on a coarse grid, so windows hold equal maxima.
