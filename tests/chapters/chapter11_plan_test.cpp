@@ -18,6 +18,7 @@
 
 #include "model/network.hpp"
 #include "model/parameters.hpp"
+#include "network_activations.hpp"
 #include "parallel/mesh_plan.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
@@ -34,6 +35,20 @@ constexpr int kBatch = 2;
 const std::string kTiny = "--backend host --steps 1 --log-every 1 --batch-size ";
 
 long long key(const ProgramRun& r, const std::string& name) { return std::llround(r.number(name)); }
+
+// A mesh of dp x tp x pp devices at ZeRO stage `zero`, m micro-batches of `batch`
+// images each (the forms' tests and the runs' plans alike).
+MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
+                model::Optimizer optimizer = model::Optimizer::kSgd) {
+  return MeshConfig{.dp = dp, .tp = tp, .pp = pp, .zero = zero, .micro_batches = m,
+                    .batch = batch, .optimizer = optimizer};
+}
+
+MeshConfig hybrid_mesh(int towers) {
+  MeshConfig c = mesh(1, towers, 1, 0);
+  c.hybrid = true;
+  return c;
+}
 
 std::int64_t planned(const MeshPlan& plan, MemoryCategory category) {
   return plan.device[static_cast<std::size_t>(category)];
@@ -80,11 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_P(PlanMatchesChapter8, EveryCategoryAndTheWireToTheByte) {
   const DataCase c = GetParam();
-  MeshConfig config;
-  config.dp = c.n;
-  config.zero = c.zero;
-  config.batch = kBatch;
-  config.optimizer = model::parse_optimizer(c.optimizer);
+  MeshConfig config = mesh(c.n, 1, 1, c.zero, 1, kBatch, model::parse_optimizer(c.optimizer));
   config.bucket_mb = c.bucket_mb;
   const MeshPlan plan = make_mesh_plan(config);
   EXPECT_TRUE(plan.held_by_run);
@@ -108,10 +119,7 @@ INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10, ::testing::Values(2, 4),
 
 TEST_P(PlanMatchesChapter10, EveryCategoryAndGAndFToTheByte) {
   const int t = GetParam();
-  MeshConfig config;
-  config.tp = t;
-  config.batch = kBatch;
-  const MeshPlan plan = make_mesh_plan(config);
+  const MeshPlan plan = make_mesh_plan(mesh(1, t, 1, 0));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, NumericsClass::kWithinBound);
   const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
@@ -131,11 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10Hybrid, ::testing::Values(1
 
 TEST_P(PlanMatchesChapter10Hybrid, EveryCategoryAndEveryCollectiveToTheByte) {
   const int n = GetParam();
-  MeshConfig config;
-  config.tp = n;
-  config.hybrid = true;
-  config.batch = kBatch;
-  const MeshPlan plan = make_mesh_plan(config);
+  const MeshPlan plan = make_mesh_plan(hybrid_mesh(n));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, n == 1 ? NumericsClass::kBitIdentical : NumericsClass::kWithinBound);
   const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
@@ -182,10 +186,7 @@ std::string stage_list(const MeshPlan& plan, MemoryCategory category) {
 TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
   const PipeCase c = GetParam();
   constexpr int kPipelineBatch = 8;
-  MeshConfig config;
-  config.pp = c.p;
-  config.micro_batches = c.m;
-  config.batch = kPipelineBatch;
+  MeshConfig config = mesh(1, 1, c.p, 0, c.m, kPipelineBatch);
   config.schedule = *parse_pipeline_schedule(c.schedule);
   const MeshPlan plan = make_mesh_plan(config);
   EXPECT_TRUE(plan.held_by_run);
@@ -217,14 +218,8 @@ TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
 // The Network's activations: the plan's closed form against what a Network allocates.
 TEST(MeshPlanForms, NetworkActivationsAreWhatANetworkAllocates) {
   for (int b : {1, 2, 3, 8, 32}) {
-    RuntimeOptions options;
-    options.backend = BackendChoice::kHost;
-    options.devices = 1;
-    auto runtime = Runtime::create(options);
-    Device& device = runtime->device(0);
-    model::Network net(device, b);
     EXPECT_EQ(4 * network_activation_floats(b),
-              static_cast<std::int64_t>(device.memory().current(MemoryCategory::kActivations)))
+              static_cast<std::int64_t>(testing::allocated_network_activation_bytes(b)))
         << "batch " << b;
   }
   EXPECT_EQ(network_activation_floats(1), 454486 + model::kLossCount + 2);
@@ -247,25 +242,6 @@ struct Row {
   std::int64_t parameters, gradients, optimizer_state, communication, other;
   std::int64_t wire_data, wire_tensor, wire_pipeline;
 };
-
-MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
-                model::Optimizer optimizer = model::Optimizer::kSgd) {
-  MeshConfig c;
-  c.dp = dp;
-  c.tp = tp;
-  c.pp = pp;
-  c.zero = zero;
-  c.micro_batches = m;
-  c.batch = batch;
-  c.optimizer = optimizer;
-  return c;
-}
-
-MeshConfig hybrid_mesh(int towers) {
-  MeshConfig c = mesh(1, towers, 1, 0);
-  c.hybrid = true;
-  return c;
-}
 
 // The forms by hand, Ψ = 1,068,298 (4 bytes a float). The rows of 1-D meshes are the
 // numbers chapters 8 and 10 printed at batch 2; the composed rows follow the same rules:
