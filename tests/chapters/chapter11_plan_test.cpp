@@ -113,6 +113,21 @@ TEST_P(PlanMatchesChapter8, EveryCategoryAndTheWireToTheByte) {
 
 // --- Tensor: chapter 10 ----------------------------------------------------------------
 
+// Runs chapter 10 for one step on `towers` devices in `mode` ("tp" or "hybrid", ring
+// collectives) into `r`, and checks that it ran so and that `plan` (the same mesh) holds
+// its every category and its tensor bytes, with nothing on the other dimensions.
+void expect_chapter10_matches(const MeshPlan& plan, int towers, const std::string& mode,
+                              ProgramRun& r) {
+  r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " + std::to_string(towers) +
+                           (mode == "hybrid" ? " --hybrid" : "") + " --collectives ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("mode"), mode) << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(towers)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+}
+
 class PlanMatchesChapter10 : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10, ::testing::Values(2, 4),
                          [](const auto& info) { return "tp" + std::to_string(info.param); });
@@ -122,15 +137,9 @@ TEST_P(PlanMatchesChapter10, EveryCategoryAndGAndFToTheByte) {
   const MeshPlan plan = make_mesh_plan(mesh(1, t, 1, 0));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, NumericsClass::kWithinBound);
-  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
-                                            std::to_string(t) + " --collectives ring");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(r.last("mode"), "tp") << r.output;
-  ASSERT_EQ(r.last("towers"), std::to_string(t)) << r.output;
-  expect_every_category(r, plan);
-  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  ProgramRun r;
+  ASSERT_NO_FATAL_FAILURE(expect_chapter10_matches(plan, t, "tp", r));
   EXPECT_EQ(key(r, "wire_g_bytes_per_step") + key(r, "wire_f_bytes_per_step"), plan.wire_tensor);
-  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
 }
 
 class PlanMatchesChapter10Hybrid : public ::testing::TestWithParam<int> {};
@@ -142,14 +151,8 @@ TEST_P(PlanMatchesChapter10Hybrid, EveryCategoryAndEveryCollectiveToTheByte) {
   const MeshPlan plan = make_mesh_plan(hybrid_mesh(n));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, n == 1 ? NumericsClass::kBitIdentical : NumericsClass::kWithinBound);
-  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
-                                            std::to_string(n) + " --hybrid --collectives ring");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(r.last("mode"), "hybrid") << r.output;
-  ASSERT_EQ(r.last("towers"), std::to_string(n)) << r.output;
-  expect_every_category(r, plan);
-  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
-  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+  ProgramRun r;
+  ASSERT_NO_FATAL_FAILURE(expect_chapter10_matches(plan, n, "hybrid", r));
 }
 
 // --- Pipeline: chapter 9's real model, stage by stage -----------------------------------
