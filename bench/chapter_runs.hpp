@@ -102,6 +102,11 @@ inline std::vector<std::string> with(std::vector<std::string> argv,
   return argv;
 }
 
+/// The summary's value at `key` as a number (run_chapter and best_of made sure it is there).
+inline double number(const SummaryMap& summary, const std::string& key) {
+  return std::stod(summary.at(key));
+}
+
 /// A number as a flag's value: 0.25, 1, 25 (as people type them, not 0.250000).
 inline std::string flag_number(double value) {
   std::ostringstream text;

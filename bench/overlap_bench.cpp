@@ -44,6 +44,7 @@ namespace {
 using bench::best_of;
 using bench::chapter_program;
 using bench::flag_number;
+using bench::number;
 using bench::SummaryMap;
 using bench::with;
 
@@ -56,8 +57,6 @@ struct BenchOptions {
   int repeats = 1;
   std::string bin_dir;  // empty: where this program is
 };
-
-double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
 int run(const BenchOptions& o) {
   const std::string program = chapter_program(o.bin_dir, "06_overlap");

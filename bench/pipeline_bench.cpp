@@ -33,6 +33,7 @@ namespace towers {
 namespace {
 
 using bench::run_chapter;
+using bench::number;
 using bench::SummaryMap;
 
 struct BenchOptions {
@@ -44,8 +45,6 @@ struct BenchOptions {
   int repeats = 2;
   std::string bin_dir;  // empty: where this program is
 };
-
-double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 
 bool wrong(const SummaryMap& s) {
   return s.at("order_violations") != "0" || s.at("data_checked") != "yes";

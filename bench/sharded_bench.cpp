@@ -41,6 +41,7 @@ namespace {
 using bench::best_of;
 using bench::chapter_program;
 using bench::flag_number;
+using bench::number;
 using bench::SummaryMap;
 
 struct BenchOptions {
@@ -54,7 +55,6 @@ struct BenchOptions {
   std::string bin_dir;  // empty: where this program is
 };
 
-double number(const SummaryMap& s, const std::string& key) { return std::stod(s.at(key)); }
 double mb(const SummaryMap& s, const std::string& key) { return number(s, key) / 1e6; }
 long long bytes(const SummaryMap& s, const std::string& key) {
   return static_cast<long long>(number(s, key));

@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <optional>
 #include <random>
@@ -115,5 +117,36 @@ void expect_invalid_argument(Call&& call, const std::string& input, const std::s
   ADD_FAILURE() << "expected std::invalid_argument for " << input
                 << ", got a normal return; hint: " << hint;
 }
+
+// A buffer between Guard cells on each side that nothing may write: guards_intact() says
+// whether a solution wrote outside the part it was given. Each grader picks Guard.
+template <std::size_t Guard>
+class GuardedBuffer {
+ public:
+  static constexpr float kGuardValue = 3.0e37f;  // no value of the data comes near it
+
+  explicit GuardedBuffer(std::size_t size, float fill = -7.0f) : cells_(Guard, kGuardValue) {
+    cells_.insert(cells_.end(), size, fill);
+    cells_.insert(cells_.end(), Guard, kGuardValue);
+  }
+  explicit GuardedBuffer(const std::vector<float>& values) : GuardedBuffer(values.size()) {
+    assign(values);
+  }
+  float* data() { return cells_.data() + Guard; }
+  const float* data() const { return cells_.data() + Guard; }
+  std::size_t size() const { return cells_.size() - 2 * Guard; }
+  std::vector<float> values() const {
+    return std::vector<float>(cells_.begin() + Guard, cells_.end() - Guard);
+  }
+  void assign(const std::vector<float>& values) { std::copy(values.begin(), values.end(), data()); }
+  bool guards_intact() const {
+    const auto same = [](float v) { return std::memcmp(&v, &kGuardValue, sizeof v) == 0; };
+    return std::all_of(cells_.begin(), cells_.begin() + Guard, same) &&
+           std::all_of(cells_.end() - Guard, cells_.end(), same);
+  }
+
+ private:
+  std::vector<float> cells_;
+};
 
 }  // namespace towers::exercises

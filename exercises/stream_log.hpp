@@ -15,9 +15,12 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -125,6 +128,36 @@ class LoggedStream final : public Stream {
   Schedule& schedule_;
   int id_;
   int last_op_ = -1;
+};
+
+// A door that stream work waits behind, so that a grader can look at the schedule while
+// that work has not finished. The grader opens it; as a safety it opens itself after
+// `limit` and stays open, so a wrong solution that waits on the host costs one limit, never
+// a hang. Held by shared_ptr, so queued work never outlives it.
+class Gate {
+ public:
+  explicit Gate(std::chrono::milliseconds limit = std::chrono::milliseconds(5000))
+      : limit_(limit) {}
+  // Waits until open() or the limit; false when the limit opened it.
+  bool wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (opened_cv_.wait_for(lock, limit_, [&] { return open_; })) return true;
+    open_ = true;
+    return false;
+  }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_cv_.notify_all();
+  }
+
+ private:
+  std::chrono::milliseconds limit_;
+  std::mutex mutex_;
+  std::condition_variable opened_cv_;
+  bool open_ = false;
 };
 
 }  // namespace towers::exercises

@@ -80,35 +80,6 @@ struct Towers {
   std::vector<StepTower> step;
 };
 
-// A door that tower work waits behind, so the grader can look at the schedule while a
-// tower has not finished. The grader opens it; as a safety it opens itself after `limit`
-// (and stays open), so a wrong run_step that waits on the host costs one limit, not a hang.
-// Shared, so queued work never outlives it.
-class Gate {
- public:
-  explicit Gate(std::chrono::milliseconds limit = 5000ms) : limit_(limit) {}
-  // Waits until open() or the limit; false when the limit opened it.
-  bool wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (opened_cv_.wait_for(lock, limit_, [&] { return open_; })) return true;
-    open_ = true;
-    return false;
-  }
-  void open() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      open_ = true;
-    }
-    opened_cv_.notify_all();
-  }
-
- private:
-  std::chrono::milliseconds limit_;
-  std::mutex mutex_;
-  std::condition_variable opened_cv_;
-  bool open_ = false;
-};
-
 std::string name_of(const ::testing::TestParamInfo<int>& info) {
   return "N" + std::to_string(info.param);
 }

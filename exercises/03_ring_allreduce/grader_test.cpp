@@ -187,18 +187,25 @@ TEST(RingAllReduce, AveragesFewerElementsThanTowers) {
   }
 }
 
+// Runs the ring over data's towers and returns every transfer it reported, in order;
+// RingChecker checks on the way that the reports match the data moved.
+std::vector<Transfer> watched_ring_transfers(ExactMeanData& data) {
+  std::vector<Transfer> seen;
+  RingChecker checker(data.towers, kCount);
+  Ring ring{data.towers, nullptr};
+  ring.on_transfer = [&](const Transfer& t) {
+    seen.push_back(t);
+    checker.on_transfer(ring, t);
+  };
+  ring_allreduce(ring);
+  checker.expect_complete();
+  return seen;
+}
+
 TEST(RingAllReduce, TakesTwoTimesNMinusOneStepsOfOneChunkPerTower) {
   for (int towers = 1; towers <= 8; ++towers) {
     ExactMeanData data = make_exact_mean_data(towers, kCount, 3);
-    std::vector<Transfer> seen;
-    RingChecker checker(data.towers, kCount);  // the reports must match the data moved
-    Ring ring{data.towers, nullptr};
-    ring.on_transfer = [&](const Transfer& t) {
-      seen.push_back(t);
-      checker.on_transfer(ring, t);
-    };
-    ring_allreduce(ring);
-    checker.expect_complete();
+    const std::vector<Transfer> seen = watched_ring_transfers(data);
     const std::size_t steps = 2 * static_cast<std::size_t>(towers - 1);
     ASSERT_EQ(seen.size(), steps * towers)
         << "expected 2(N-1) = " << steps << " steps of one transfer per tower (" << steps * towers
@@ -228,15 +235,7 @@ TEST(RingAllReduce, TakesTwoTimesNMinusOneStepsOfOneChunkPerTower) {
 TEST(RingAllReduce, SendsEachChunkOnlyToTheRightNeighbour) {
   for (int towers = 2; towers <= 8; ++towers) {
     ExactMeanData data = make_exact_mean_data(towers, kCount, 5);
-    std::vector<Transfer> seen;
-    RingChecker checker(data.towers, kCount);  // the reports must match the data moved
-    Ring ring{data.towers, nullptr};
-    ring.on_transfer = [&](const Transfer& t) {
-      seen.push_back(t);
-      checker.on_transfer(ring, t);
-    };
-    ring_allreduce(ring);
-    checker.expect_complete();
+    const std::vector<Transfer> seen = watched_ring_transfers(data);
     ASSERT_EQ(seen.size(), 2u * (towers - 1) * towers)
         << "expected 2(N-1) x N transfers for N = " << towers << ", got " << seen.size()
         << "; hint: report every transfer to ring.on_transfer";

@@ -72,33 +72,6 @@ const Layout kPerLayer{"PerLayer", {{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}}, 2};
 const Layout kGrouped{"Grouped", {{0, 1}, {2, 2}, {3, 4}}, 3};
 const Layout kOneBucket{"OneBucket", {{0, 4}}, 2};
 
-// A door that the backward pass waits behind, so that the grader can look at what ran
-// while overlap_buckets had not returned. The grader opens it; as a safety it opens itself
-// after `limit` and stays open, so a wrong schedule that waits on the host costs one
-// limit, never a hang. A correct one never reaches the limit: the grade does not depend on
-// it.
-class Gate {
- public:
-  explicit Gate(std::chrono::milliseconds limit) : limit_(limit) {}
-  void wait() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!opened_cv_.wait_for(lock, limit_, [&] { return open_; })) open_ = true;
-  }
-  void open() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      open_ = true;
-    }
-    opened_cv_.notify_all();
-  }
-
- private:
-  std::chrono::milliseconds limit_;
-  std::mutex mutex_;
-  std::condition_variable opened_cv_;
-  bool open_ = false;
-};
-
 // One call of the all-reduce, as the grader saw it, and its ops on each tower's stream:
 // `send` reads the tower's part (NCCL's kernel on that device sends it), `receive` writes
 // the mean into it after every tower's send (a collective waits for all its members).

@@ -22,6 +22,7 @@
 
 #include "model/network.hpp"
 #include "model/parameters.hpp"
+#include "network_activations.hpp"
 #include "parallel/tensor_bytes.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
@@ -124,14 +125,7 @@ TEST(TensorClosedForms, HybridPaysWhileTheGlobalBatchIsAtMostLocal3sWidth) {
 // The bytes of the Network a rank's tower holds for batch b, with its images and labels:
 // what chapter 4's tower holds too (the ledger counts them as activations).
 long long network_activation_bytes(int b) {
-  RuntimeOptions options;
-  options.backend = BackendChoice::kHost;
-  options.devices = 1;
-  auto runtime = Runtime::create(options);
-  Device& device = runtime->device(0);
-  model::Network net(device, b);
-  return static_cast<long long>(device.memory().current(MemoryCategory::kActivations)) +
-         4LL * b * 24 * 24 * 3 + 4LL * b;
+  return testing::allocated_network_activation_bytes(b) + 4LL * b * 24 * 24 * 3 + 4LL * b;
 }
 
 struct Split {

@@ -18,6 +18,7 @@
 
 #include "model/network.hpp"
 #include "model/parameters.hpp"
+#include "network_activations.hpp"
 #include "parallel/mesh_plan.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
@@ -34,6 +35,20 @@ constexpr int kBatch = 2;
 const std::string kTiny = "--backend host --steps 1 --log-every 1 --batch-size ";
 
 long long key(const ProgramRun& r, const std::string& name) { return std::llround(r.number(name)); }
+
+// A mesh of dp x tp x pp devices at ZeRO stage `zero`, m micro-batches of `batch`
+// images each (the forms' tests and the runs' plans alike).
+MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
+                model::Optimizer optimizer = model::Optimizer::kSgd) {
+  return MeshConfig{.dp = dp, .tp = tp, .pp = pp, .zero = zero, .micro_batches = m,
+                    .batch = batch, .optimizer = optimizer};
+}
+
+MeshConfig hybrid_mesh(int towers) {
+  MeshConfig c = mesh(1, towers, 1, 0);
+  c.hybrid = true;
+  return c;
+}
 
 std::int64_t planned(const MeshPlan& plan, MemoryCategory category) {
   return plan.device[static_cast<std::size_t>(category)];
@@ -80,11 +95,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST_P(PlanMatchesChapter8, EveryCategoryAndTheWireToTheByte) {
   const DataCase c = GetParam();
-  MeshConfig config;
-  config.dp = c.n;
-  config.zero = c.zero;
-  config.batch = kBatch;
-  config.optimizer = model::parse_optimizer(c.optimizer);
+  MeshConfig config = mesh(c.n, 1, 1, c.zero, 1, kBatch, model::parse_optimizer(c.optimizer));
   config.bucket_mb = c.bucket_mb;
   const MeshPlan plan = make_mesh_plan(config);
   EXPECT_TRUE(plan.held_by_run);
@@ -102,27 +113,33 @@ TEST_P(PlanMatchesChapter8, EveryCategoryAndTheWireToTheByte) {
 
 // --- Tensor: chapter 10 ----------------------------------------------------------------
 
+// Runs chapter 10 for one step on `towers` devices in `mode` ("tp" or "hybrid", ring
+// collectives) into `r`, and checks that it ran so and that `plan` (the same mesh) holds
+// its every category and its tensor bytes, with nothing on the other dimensions.
+void expect_chapter10_matches(const MeshPlan& plan, int towers, const std::string& mode,
+                              ProgramRun& r) {
+  r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " + std::to_string(towers) +
+                           (mode == "hybrid" ? " --hybrid" : "") + " --collectives ring");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_EQ(r.last("mode"), mode) << r.output;
+  ASSERT_EQ(r.last("towers"), std::to_string(towers)) << r.output;
+  expect_every_category(r, plan);
+  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+}
+
 class PlanMatchesChapter10 : public ::testing::TestWithParam<int> {};
 INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10, ::testing::Values(2, 4),
                          [](const auto& info) { return "tp" + std::to_string(info.param); });
 
 TEST_P(PlanMatchesChapter10, EveryCategoryAndGAndFToTheByte) {
   const int t = GetParam();
-  MeshConfig config;
-  config.tp = t;
-  config.batch = kBatch;
-  const MeshPlan plan = make_mesh_plan(config);
+  const MeshPlan plan = make_mesh_plan(mesh(1, t, 1, 0));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, NumericsClass::kWithinBound);
-  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
-                                            std::to_string(t) + " --collectives ring");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(r.last("mode"), "tp") << r.output;
-  ASSERT_EQ(r.last("towers"), std::to_string(t)) << r.output;
-  expect_every_category(r, plan);
-  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
+  ProgramRun r;
+  ASSERT_NO_FATAL_FAILURE(expect_chapter10_matches(plan, t, "tp", r));
   EXPECT_EQ(key(r, "wire_g_bytes_per_step") + key(r, "wire_f_bytes_per_step"), plan.wire_tensor);
-  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
 }
 
 class PlanMatchesChapter10Hybrid : public ::testing::TestWithParam<int> {};
@@ -131,21 +148,11 @@ INSTANTIATE_TEST_SUITE_P(Tensor, PlanMatchesChapter10Hybrid, ::testing::Values(1
 
 TEST_P(PlanMatchesChapter10Hybrid, EveryCategoryAndEveryCollectiveToTheByte) {
   const int n = GetParam();
-  MeshConfig config;
-  config.tp = n;
-  config.hybrid = true;
-  config.batch = kBatch;
-  const MeshPlan plan = make_mesh_plan(config);
+  const MeshPlan plan = make_mesh_plan(hybrid_mesh(n));
   EXPECT_TRUE(plan.held_by_run);
   EXPECT_EQ(plan.numerics, n == 1 ? NumericsClass::kBitIdentical : NumericsClass::kWithinBound);
-  const ProgramRun r = run("10_tensor", kTiny + std::to_string(kBatch) + " --devices " +
-                                            std::to_string(n) + " --hybrid --collectives ring");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_EQ(r.last("mode"), "hybrid") << r.output;
-  ASSERT_EQ(r.last("towers"), std::to_string(n)) << r.output;
-  expect_every_category(r, plan);
-  EXPECT_EQ(key(r, "wire_bytes_per_step"), plan.wire_tensor) << r.output;
-  EXPECT_EQ(plan.wire_data + plan.wire_pipeline, 0);
+  ProgramRun r;
+  ASSERT_NO_FATAL_FAILURE(expect_chapter10_matches(plan, n, "hybrid", r));
 }
 
 // --- Pipeline: chapter 9's real model, stage by stage -----------------------------------
@@ -182,10 +189,7 @@ std::string stage_list(const MeshPlan& plan, MemoryCategory category) {
 TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
   const PipeCase c = GetParam();
   constexpr int kPipelineBatch = 8;
-  MeshConfig config;
-  config.pp = c.p;
-  config.micro_batches = c.m;
-  config.batch = kPipelineBatch;
+  MeshConfig config = mesh(1, 1, c.p, 0, c.m, kPipelineBatch);
   config.schedule = *parse_pipeline_schedule(c.schedule);
   const MeshPlan plan = make_mesh_plan(config);
   EXPECT_TRUE(plan.held_by_run);
@@ -217,14 +221,8 @@ TEST_P(PlanMatchesChapter9, EveryCategoryOfEveryStageToTheByteAndTheBubble) {
 // The Network's activations: the plan's closed form against what a Network allocates.
 TEST(MeshPlanForms, NetworkActivationsAreWhatANetworkAllocates) {
   for (int b : {1, 2, 3, 8, 32}) {
-    RuntimeOptions options;
-    options.backend = BackendChoice::kHost;
-    options.devices = 1;
-    auto runtime = Runtime::create(options);
-    Device& device = runtime->device(0);
-    model::Network net(device, b);
     EXPECT_EQ(4 * network_activation_floats(b),
-              static_cast<std::int64_t>(device.memory().current(MemoryCategory::kActivations)))
+              static_cast<std::int64_t>(testing::allocated_network_activation_bytes(b)))
         << "batch " << b;
   }
   EXPECT_EQ(network_activation_floats(1), 454486 + model::kLossCount + 2);
@@ -247,25 +245,6 @@ struct Row {
   std::int64_t parameters, gradients, optimizer_state, communication, other;
   std::int64_t wire_data, wire_tensor, wire_pipeline;
 };
-
-MeshConfig mesh(int dp, int tp, int pp, int zero, int m = 1, int batch = kBatch,
-                model::Optimizer optimizer = model::Optimizer::kSgd) {
-  MeshConfig c;
-  c.dp = dp;
-  c.tp = tp;
-  c.pp = pp;
-  c.zero = zero;
-  c.micro_batches = m;
-  c.batch = batch;
-  c.optimizer = optimizer;
-  return c;
-}
-
-MeshConfig hybrid_mesh(int towers) {
-  MeshConfig c = mesh(1, towers, 1, 0);
-  c.hybrid = true;
-  return c;
-}
 
 // The forms by hand, Ψ = 1,068,298 (4 bytes a float). The rows of 1-D meshes are the
 // numbers chapters 8 and 10 printed at batch 2; the composed rows follow the same rules:

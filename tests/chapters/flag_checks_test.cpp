@@ -20,6 +20,7 @@
 namespace towers {
 namespace {
 
+using testing::RefusedFlags;
 using testing::run;
 
 bool has(const testing::ProgramRun& r, const std::string& text) {
@@ -66,10 +67,7 @@ TEST(FlagChecks, EveryNumberFlagOfEveryProgramIsChecked) {
 
 // What the probe gave: an empty value, and numbers the old flags took without a check.
 TEST(FlagChecks, AnEmptyNumberIsRefusedNotReadAsZero) {
-  struct Case {
-    std::string program, args, message;
-  };
-  std::vector<Case> cases{
+  std::vector<RefusedFlags> cases{
       {"08_sharded", "--zero ''", "--zero: '' is not a whole number"},
       {"08_sharded", "--zero 4", "--zero: 4 is not in [0, 3] (not a ZeRO stage; use 0: no sharding"},
       {"09_pipeline", "--model cifar --seed -1", "--seed: '-1' is not a whole number"},
@@ -91,7 +89,7 @@ TEST(FlagChecks, AnEmptyNumberIsRefusedNotReadAsZero) {
   cases.push_back({"bench_towers", "--devices ''", "--devices: '' is not a whole number"});
   cases.push_back({"bench_allreduce", "--towers ''", "--towers: '' is not a whole number"});
 #endif
-  for (const Case& c : cases) {
+  for (const RefusedFlags& c : cases) {
     auto r = run(c.program, c.args);
     EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;
     EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;

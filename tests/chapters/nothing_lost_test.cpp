@@ -13,6 +13,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../data/temp_dir.hpp"
 #include "base/temp_dir.hpp"
@@ -27,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using data::testing::TempDir;
+using testing::RefusedFlags;
 using testing::run;
 using testing::run_and_signal;
 
@@ -288,17 +290,17 @@ TEST(NothingLost, ACorruptSyntheticCacheSaysDeleteIt) {
 }
 
 TEST(NothingLost, BadNumbersSayWhatIsWrong) {
-  struct Case { const char* program; const char* args; const char* message; };
-  for (const Case& c : {
-           Case{"02_serial_towers", "--devices 100000", "--devices: 100000 is not in [1, 1024]"},
-           Case{"02_serial_towers", "--steps abc", "--steps: 'abc' is not a whole number"},
-           Case{"01_single_gpu", "--steps 1.5", "--steps: '1.5' is not a whole number"},
-           Case{"01_single_gpu", "--devices 2", "--devices must be 1; choose which device with --device"},
-           Case{"01_single_gpu", "--devices 0", "--devices: 0 is not in [1, 1024]"},
-           Case{"03_stream_towers", "--seed -1", "--seed: '-1' is not a whole number"},
-           Case{"04_nccl_iterator", "--seed 18446744073709551616", "larger than 18446744073709551615"},
-       }) {
-    auto r = run(c.program, std::string(c.args) + " --backend host --steps 1");
+  const std::vector<RefusedFlags> cases{
+      {"02_serial_towers", "--devices 100000", "--devices: 100000 is not in [1, 1024]"},
+      {"02_serial_towers", "--steps abc", "--steps: 'abc' is not a whole number"},
+      {"01_single_gpu", "--steps 1.5", "--steps: '1.5' is not a whole number"},
+      {"01_single_gpu", "--devices 2", "--devices must be 1; choose which device with --device"},
+      {"01_single_gpu", "--devices 0", "--devices: 0 is not in [1, 1024]"},
+      {"03_stream_towers", "--seed -1", "--seed: '-1' is not a whole number"},
+      {"04_nccl_iterator", "--seed 18446744073709551616", "larger than 18446744073709551615"},
+  };
+  for (const RefusedFlags& c : cases) {
+    auto r = run(c.program, c.args + " --backend host --steps 1");
     EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;
     EXPECT_TRUE(has(r, c.message)) << c.program << " " << c.args << "\n" << r.output;
   }

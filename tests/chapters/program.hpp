@@ -28,6 +28,12 @@
 
 namespace towers::testing {
 
+/// A program and flags it must refuse (exit status 2, before its first step), with what
+/// its message must say: the rows of the tests of the flags' checks.
+struct RefusedFlags {
+  std::string program, args, message;
+};
+
 /// What a finished program printed (stdout and stderr together) and its exit status.
 struct ProgramRun {
   int exit_code = -1;

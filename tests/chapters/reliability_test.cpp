@@ -41,6 +41,7 @@ namespace fs = std::filesystem;
 using data::testing::TempDir;
 using testing::argv_of;
 using testing::bytes_of;
+using testing::RefusedFlags;
 using testing::run;
 using testing::run_and_watch;
 using testing::tiny_set;
@@ -109,10 +110,7 @@ TEST(FiniteNumber, ChecksEveryEntryOfAList) {
 // Every floating-point flag of the programs, given what the probe gave it: refused with
 // exit status 2 and the flag named, before the first step (no "step 0" line).
 TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
-  struct Case {
-    std::string program, args, message;
-  };
-  std::vector<Case> cases{
+  std::vector<RefusedFlags> cases{
       {"00_streams", "--kernel-ms nan", "not a finite number"},
       {"00_streams", "--kernel-ms inf", "not a finite number"},
       {"04_nccl_iterator", "--link-gbps nan", "not a finite number"},
@@ -130,7 +128,7 @@ TEST(FiniteNumber, EveryFloatingPointFlagRefusesNanInfinityAndEndlessLinks) {
   cases.push_back({"05_ranks", "--collective-timeout inf", "not a finite number"});
   cases.push_back({"06_overlap_ranks", "--collective-timeout nan", "not a finite number"});
 #endif
-  for (const Case& c : cases) {
+  for (const RefusedFlags& c : cases) {
     const std::string flag = c.args.substr(0, c.args.find(' '));
     auto r = run(c.program, "--backend host --steps 1 " + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.program << " " << c.args << "\n" << r.output;

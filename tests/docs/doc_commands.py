@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from check_report import verdict
+
 FENCE = re.compile(r"^\s*```(sh|bash|console|shell)\s*$")
 TAG = re.compile(r"^\s*<!--\s*commands:\s*(run|gpu|ci|not-run)\s*-->\s*$")
 # Pages allowed to show commands that no test runs, and why.
@@ -159,9 +161,7 @@ def main():
     if "--list" in sys.argv:
         for where, tag, command in todo:
             print(f"{tag:4} {where:28} {command}")
-        for failure in failures:
-            print("FAIL " + failure)
-        return 1 if failures else 0
+        return verdict(failures)
     root = scratch_folder(source, bin_dir)
     for where, tag, command in todo:
         if tag == "not-run":

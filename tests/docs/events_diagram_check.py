@@ -19,6 +19,8 @@ import re
 import sys
 from pathlib import Path
 
+from check_report import verdict
+
 RUN = "03_stream_towers"
 PAGE = "chapters/03_stream_towers.html"
 ARROW = re.compile(r'<path class="towers-arrow" data-event="(-?\d+)" '
@@ -64,9 +66,7 @@ def main():
                         f"the diagram {len(arrows)} arrows")
     print(f"step {step}: {len(arrows)} arrows; towers -> meeting stream: {done}; "
           f"meeting stream -> towers: {ready}; summary towers={towers}")
-    for failure in failures:
-        print("FAIL " + failure)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

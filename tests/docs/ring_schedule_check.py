@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 
+from check_report import verdict
+
 
 def main():
     tool = sys.argv[1]
@@ -37,9 +39,7 @@ def main():
             if any(abs(v - mean) > 1e-4 for v in buffer):
                 failures.append(f"n={n}: tower {r} ends with {buffer}, not all {mean:g}")
         print(f"n={n}: {len(copies)} copies, every tower ends with the mean {mean:g}")
-    for failure in failures:
-        print("FAIL " + failure)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import re
 import sys
 from pathlib import Path
 
+from check_report import verdict
+
 ROOTS = ("chapters/", "src/", "kernels/", "tests/", "scripts/", "exercises/", "bench/",
          "cmake/", "fuzz/", "docs/", ".ci/")
 LITERAL = re.compile(r'(<a class="towers-source-link[^"]*" href="([^"]+)">)?'
@@ -44,13 +46,8 @@ def main(source, html_dir):
                          if l.strip()]
                 if not is_file or any(l.strip() not in body for l in lines[:40]):
                     problems.append(f"{where}: {match.group(2)} does not show {text}")
-    for p in problems:
-        print("FAIL", p)
-    print(f"{len(pages)} page(s), {links} source link(s) checked")
-    if links == 0:
-        print("FAIL no source links at all: the check found nothing to check")
-        return 1
-    return 1 if problems else 0
+    return verdict(problems, f"{len(pages)} page(s), {links} source link(s) checked",
+                   checked=links, nothing_checked="no source links at all")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from check_report import verdict
+
 FIGURE = re.compile(r'<svg\b[^>]*?\bdata-traces="([^"]*)"')
 DOWNLOAD = re.compile(r'class="reference download internal" download="" href="([^"]+\.json)"')
 
@@ -51,13 +53,9 @@ def main(html_dir, generated_dir):
             source = generated_dir / path.name
             if not source.is_file() or source.read_bytes() != path.read_bytes():
                 problems.append(f"{href}: not this build's {source}")
-    for p in problems:
-        print("FAIL", p)
-    print(f"{figures} page(s) with timeline figures, {links_seen} trace download(s) checked")
-    if figures == 0:
-        print("FAIL no page has a timeline figure: the check found nothing to check")
-        return 1
-    return 1 if problems else 0
+    return verdict(problems,
+                   f"{figures} page(s) with timeline figures, {links_seen} trace download(s) checked",
+                   checked=figures, nothing_checked="no page has a timeline figure")
 
 
 if __name__ == "__main__":

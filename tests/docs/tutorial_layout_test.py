@@ -26,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from check_report import verdict
+
 # (GPUs, tutorial flags, towers wanted of a multi-tower chapter or None for the
 # list's own count, expected (devices, towers per device) or None to derive from it)
 CASES = [
@@ -257,9 +259,7 @@ def main():
                              capture_output=True, text=True, timeout=60)
     if refused.returncode != 2 or "--devices takes a positive number" not in refused.stderr:
         failures.append(f"--devices 0 was not refused with a message: {refused.stderr}")
-    for failure in failures:
-        print("FAIL " + failure)
-    return 1 if failures else 0
+    return verdict(failures)
 
 
 if __name__ == "__main__":

@@ -11,15 +11,8 @@ namespace towers::testing {
 
 inline TraceEvent op(int device, int tower, int step, const std::string& name, double start_us,
                      double end_us) {
-  TraceEvent e;
-  e.device = device;
-  e.stream = 0;
-  e.tower = tower;
-  e.step = step;
-  e.name = name;
-  e.start_us = start_us;
-  e.end_us = end_us;
-  return e;
+  return TraceEvent{.device = device, .stream = 0, .tower = tower, .step = step, .name = name,
+                    .start_us = start_us, .end_us = end_us};
 }
 
 }  // namespace towers::testing

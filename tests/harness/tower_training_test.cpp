@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -43,6 +44,13 @@ class ConstantVariables : public Placement {
   float param_, average_;
 };
 
+// Two host towers of batch 3, without the probe, started on `vars`.
+std::unique_ptr<TowerTraining> started_on(ConstantVariables& vars) {
+  auto training = std::make_unique<TowerTraining>(testing::two_host_towers(3), /*probe=*/false);
+  training->start(vars);
+  return training;
+}
+
 class TowerTrainingTest : public ::testing::Test {
  protected:
   void SetUp() override { ::testing::internal::CaptureStdout(); }
@@ -61,11 +69,10 @@ TEST(StepIsTraced, CudaTracesTheProbesStepAndTheLastTheHostBackendEveryStep) {
 }
 
 TEST_F(TowerTrainingTest, TheHostBackendTracesEveryStep) {
-  TowerTraining training(testing::two_host_towers(3), false);
   ConstantVariables vars;
-  training.start(vars);
+  const auto training = started_on(vars);
   for (int i = 0; i < 2; ++i) {
-    StepScope step = training.step(i);
+    StepScope step = training->step(i);
     EXPECT_TRUE(step.traced()) << i;
     step.enqueued();
     step.end(2.0f);
@@ -73,59 +80,55 @@ TEST_F(TowerTrainingTest, TheHostBackendTracesEveryStep) {
 }
 
 TEST_F(TowerTrainingTest, AStepEndsOnceAfterItsEnqueueing) {
-  TowerTraining training(testing::two_host_towers(3), /*probe=*/false);
   ConstantVariables vars;
-  training.start(vars);
-  StepScope step = training.step(0);
+  const auto training = started_on(vars);
+  StepScope step = training->step(0);
   EXPECT_EQ(step.index(), 0);
   EXPECT_THROW(step.end(2.0f), std::logic_error) << "end() before enqueued()";
   step.enqueued();
   EXPECT_THROW(step.enqueued(), std::logic_error);
   step.end(2.0f);
-  EXPECT_EQ(training.steps_run(), 1);
+  EXPECT_EQ(training->steps_run(), 1);
   EXPECT_THROW(step.end(2.0f), std::logic_error);
-  EXPECT_EQ(training.steps_run(), 1);
+  EXPECT_EQ(training->steps_run(), 1);
 }
 
 TEST_F(TowerTrainingTest, OneStepIsOpenAtATimeAndAnAbandonedOneIsNotLogged) {
-  TowerTraining training(testing::two_host_towers(3), false);
   ConstantVariables vars;
-  training.start(vars);
+  const auto training = started_on(vars);
   {
-    StepScope abandoned = training.step(0);
-    EXPECT_THROW(training.step(1), std::logic_error);
+    StepScope abandoned = training->step(0);
+    EXPECT_THROW(training->step(1), std::logic_error);
     abandoned.enqueued();
   }  // no end(): as when an exception leaves the loop
-  EXPECT_EQ(training.steps_run(), 0);
-  StepScope next = training.step(0);
+  EXPECT_EQ(training->steps_run(), 0);
+  StepScope next = training->step(0);
   next.enqueued();
   next.end(1.5f);
-  EXPECT_EQ(training.steps_run(), 1);
+  EXPECT_EQ(training->steps_run(), 1);
 }
 
 TEST_F(TowerTrainingTest, ANonFiniteLossStopsTheStep) {
-  TowerTraining training(testing::two_host_towers(3), false);
   ConstantVariables vars;
-  training.start(vars);
-  StepScope step = training.step(0);
+  const auto training = started_on(vars);
+  StepScope step = training->step(0);
   step.enqueued();
   EXPECT_THROW(step.end(std::numeric_limits<float>::quiet_NaN()), Diverged);
-  EXPECT_EQ(training.steps_run(), 0);
+  EXPECT_EQ(training->steps_run(), 0);
 }
 
 TEST_F(TowerTrainingTest, TheSummaryCountsTheStepsThatEnded) {
   {
-    TowerTraining training(testing::two_host_towers(3), false);
     ConstantVariables vars;
-    training.start(vars);
-    EXPECT_EQ(training.num_towers(), 2);
-    ASSERT_NE(training.images(), nullptr);
+    const auto training = started_on(vars);
+    EXPECT_EQ(training->num_towers(), 2);
+    ASSERT_NE(training->images(), nullptr);
     for (int global_step = 0; global_step < 2; ++global_step) {
-      StepScope step = training.step(global_step);
+      StepScope step = training->step(global_step);
       step.enqueued();
       step.end(2.0f);
     }
-    EXPECT_EQ(training.write_outputs_and_summary("test"), 0);
+    EXPECT_EQ(training->write_outputs_and_summary("test"), 0);
   }
   const std::string printed = ::testing::internal::GetCapturedStdout();
   ::testing::internal::CaptureStdout();  // for TearDown

@@ -287,23 +287,31 @@ TEST_P(RefusedInCapture, FailsNamingTheOpAndLeavesTheStreamUsable) {
 INSTANTIATE_TEST_SUITE_P(Ops, RefusedInCapture,
                          ::testing::Range(0, static_cast<int>(forbidden_ops().size())));
 
+// Captures on `origin` a fork onto `branch` whose work (an op named "orphan") the origin
+// never waits for, and returns the CaptureError's message ("" and a failure if accepted).
+std::string capture_an_unjoined_branch(Runtime& rt, Stream& origin, Stream& branch, void* dev) {
+  auto fork = origin.device().create_event();
+  try {
+    capture_graph(rt, origin, [&] {
+      origin.record(*fork);
+      branch.wait(*fork);
+      branch.fill_zero(dev, sizeof(int), "orphan");  // the origin never waits for it
+    });
+  } catch (const CaptureError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "an unjoined branch was accepted";
+  return "";
+}
+
 TEST(HostGraph, AStreamLeftUnjoinedIsRefused) {
   auto rt = Runtime::create(host_devices(1));
   Device& d = rt->device(0);
   auto origin = d.create_stream(), branch = d.create_stream();
-  auto fork = d.create_event();
   Buffer dev = d.allocate(sizeof(int));
-  try {
-    capture_graph(*rt, *origin, [&] {
-      origin->record(*fork);
-      branch->wait(*fork);
-      branch->fill_zero(dev.data(), sizeof(int), "orphan");  // the origin never waits for it
-    });
-    FAIL() << "an unjoined branch was accepted";
-  } catch (const CaptureError& e) {
-    EXPECT_NE(std::string(e.what()).find("not joined back"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("orphan"), std::string::npos) << e.what();
-  }
+  const std::string error = capture_an_unjoined_branch(*rt, *origin, *branch, dev.data());
+  EXPECT_NE(error.find("not joined back"), std::string::npos) << error;
+  EXPECT_NE(error.find("orphan"), std::string::npos) << error;
 }
 
 TEST(HostGraph, WaitingOnAnEventRecordedOutsideIsRefused) {
@@ -441,20 +449,11 @@ TEST_P(Graphs, AStreamLeftUnjoinedIsACaptureError) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);
   Device& d = rt->device(0);
   auto origin = d.create_stream(), branch = d.create_stream();
-  auto fork = d.create_event();
   Buffer dev = d.allocate(sizeof(int));
   prepare_for_capture(*origin);
   prepare_for_capture(*branch);
-  try {
-    capture_graph(*rt, *origin, [&] {
-      origin->record(*fork);
-      branch->wait(*fork);
-      branch->fill_zero(dev.data(), sizeof(int), "orphan");  // the origin never waits for it
-    });
-    FAIL() << "an unjoined branch was accepted";
-  } catch (const CaptureError& e) {
-    EXPECT_NE(std::string(e.what()).find("join"), std::string::npos) << e.what();
-  }
+  const std::string error = capture_an_unjoined_branch(*rt, *origin, *branch, dev.data());
+  EXPECT_NE(error.find("join"), std::string::npos) << error;
   // Both streams run eagerly again (one after the other: the same int on two unordered
   // streams would be a race of the test's own making; ThreadSanitizer caught one).
   branch->fill_zero(dev.data(), sizeof(int));

@@ -71,6 +71,17 @@ start_until_step_2() {
     sleep 0.1; waited=$((waited + 1))
   done
 }
+# Waits for the job start_until_step_2 started: its exit status in rc, its output in out.
+# With a start time (date +%s.%N), also the seconds since then in took.
+wait_for_job() {
+  wait "$job"; rc=$?
+  [ $# -eq 0 ] || took=$(awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  out=$(cat "$log")
+}
+# Skips the case when there is no nft, which $1 (what the case runs) needs.
+needs_nft() {
+  command -v nft >/dev/null || skip "no nft (apt-get install nftables): $1 needs it"
+}
 cable_bytes() {  # bytes host1's end of the cable has sent plus received
   local c=/sys/class/net/$TWO_HOSTS_PREFIX-v1/statistics
   echo $(( $(ip netns exec "$TWO_HOSTS_PREFIX-host1" cat "$c/tx_bytes") +
@@ -135,14 +146,12 @@ kill)
   echo "killed rank on the second machine: job ended in $took s with exit $rc"
   ;;
 cut)
-  command -v nft >/dev/null || skip "no nft (apt-get install nftables): scripts/two-hosts cut needs it"
+  needs_nft "scripts/two-hosts cut"
   bounded 30 "$script" up || fail "up: $out"
   start_until_step_2 --steps 100000 --collective-timeout 60
   "$script" cut || fail "cut failed"
   cut_at=$(date +%s.%N)
-  wait "$job"; rc=$?
-  took=$(awk -v a="$cut_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  out=$(cat "$log")
+  wait_for_job "$cut_at"
   [ "$rc" -ne 0 ] || fail "exit 0 after the cut: $out"
   awk -v t="$took" 'BEGIN { exit !(t <= 30) }' || fail "the job took $took s after the cut (bound 30 s)"
   echo "$out" | grep -q "lost communication with a remote daemon" || fail "no lost-daemon error: $out"
@@ -151,7 +160,7 @@ cut)
   echo "cable cut for good: job ended $took s after the cut, exit $rc"
   ;;
 outage)
-  command -v nft >/dev/null || skip "no nft (apt-get install nftables): scripts/two-hosts cut needs it"
+  needs_nft "scripts/two-hosts cut"
   bounded 30 "$script" up || fail "up: $out"
   steps=30   # ~7 s: the outage after step 2 falls well inside the run
   bounded 120 "$script" run -- "$bin/05_ranks" $small --steps $steps --save-params "$tmp/calm.ckpt"
@@ -161,8 +170,7 @@ outage)
   sleep 2   # only 6 probes a second apart, all unanswered, end the job: 5 s at least
   "$script" mend || fail "mend failed"
   kill -0 "$job" 2>/dev/null || fail "the job had ended before the cable was mended: nothing tested"
-  wait "$job"; rc=$?
-  out=$(cat "$log")
+  wait_for_job
   [ "$rc" -eq 0 ] || fail "a 2 s outage ended the job (exit $rc): $out"
   grep -q "summary: .*steps=$steps" <<<"$out" || fail "no summary of $steps steps: $out"
   cmp "$tmp/calm.ckpt" "$tmp/outage.ckpt" || fail "--save-params after the outage differ"
@@ -181,9 +189,7 @@ daemon)
   [ -n "$daemon" ] || { kill "$job"; fail "no orted/prted in $TWO_HOSTS_PREFIX-host1"; }
   kill -9 "$daemon"
   killed_at=$(date +%s.%N)
-  wait "$job"; rc=$?
-  took=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  out=$(cat "$log")
+  wait_for_job "$killed_at"
   [ "$rc" -ne 0 ] || fail "exit 0 after the daemon was killed: $out"
   awk -v t="$took" 'BEGIN { exit !(t <= 30) }' || fail "the job took $took s after the kill (bound 30 s)"
   echo "$out" | grep -q "$TWO_HOSTS_PREFIX-host1" || fail "the lost node not named: $out"
@@ -205,7 +211,7 @@ refuse)
     local said; said=$("$script" status)
     grep -qi "rate: $1 *loss: $2 %" <<<"$said" || fail "$3: status says $said"
   }
-  command -v nft >/dev/null || skip "no nft (apt-get install nftables): --loss needs it"
+  needs_nft "--loss"
   bounded 30 "$script" up --rate 1gbit --loss 2 || fail "up: $out"
   expect_ends 1Gbit 2 "after up"
   bounded 30 "$script" up --rate 100000gbit
@@ -245,7 +251,7 @@ EOF
   echo "refused before changing anything; both ends and status kept 1gbit and 2 %; --loss 08 is 8"
   ;;
 loss)
-  command -v nft >/dev/null || skip "no nft (apt-get install nftables): --loss needs it"
+  needs_nft "--loss"
   bounded 30 "$script" up --loss 30 || fail "up: $out"
   grep -q "note: at 30 % loss" <<<"$out" || fail "up --loss 30 did not warn: $out"
   bounded 180 "$script" run -- "$bin/05_ranks" $small --steps 100000 --collective-timeout 10
