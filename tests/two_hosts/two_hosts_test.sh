@@ -67,7 +67,13 @@ start_until_step_2() {
     if ! kill -0 "$job" 2>/dev/null; then
       wait "$job"; fail "the job ended (exit $?) before step 2: $(cat "$log")"
     fi
-    [ "$waited" -lt 1500 ] || { kill "$job"; fail "no step 2 within 150 s, the job still running: $(cat "$log")"; }
+    [ "$waited" -lt 1500 ] || {
+      # What the job's processes were doing (state, kernel wait channel): a hang in Open
+      # MPI's wire-up, a collective or a blocked write reads differently here.
+      local procs; procs=$(ps -eo pid,stat,wchan:24,etime,pcpu,args | grep -E "[0]5_ranks|[o]rted|[p]rted|[m]pirun" | cut -c1-160)
+      kill "$job"; fail "no step 2 within 150 s, the job still running: $(cat "$log")
+its processes then:
+$procs"; }
     sleep 0.1; waited=$((waited + 1))
   done
 }
