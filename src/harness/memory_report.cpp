@@ -13,7 +13,7 @@
 namespace towers {
 namespace {
 
-constexpr std::array<MemoryCategory, kMemoryCategoryCount> kCategories = {
+constexpr std::array<MemoryCategory, kMemoryCategoryCount> kLedgerCategories = {
     MemoryCategory::kParameters,    MemoryCategory::kGradients,
     MemoryCategory::kOptimizerState, MemoryCategory::kActivations,
     MemoryCategory::kCommunication, MemoryCategory::kWorkspace,
@@ -23,7 +23,7 @@ constexpr std::array<MemoryCategory, kMemoryCategoryCount> kCategories = {
 // device has any (on GPUs; the host backend has none, and its table stays as it was).
 std::vector<MemoryCategory> shown_categories(Runtime& runtime, int devices) {
   std::vector<MemoryCategory> shown;
-  for (MemoryCategory c : kCategories) {
+  for (MemoryCategory c : kLedgerCategories) {
     bool any = c != MemoryCategory::kWorkspace;
     for (int d = 0; d < devices && !any; ++d) any = runtime.device(d).memory().peak(c) > 0;
     if (any) shown.push_back(c);

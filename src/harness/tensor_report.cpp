@@ -12,7 +12,9 @@
 namespace towers {
 namespace {
 
-constexpr std::array<MemoryCategory, kMemoryCategoryCount> kCategories = {
+// The table's columns: every category but the runtime's workspace. (Sized to its six
+// entries: an array of all seven left the last one zero, kParameters, a second time.)
+constexpr std::array<MemoryCategory, 6> kTensorTableCategories = {
     MemoryCategory::kParameters,    MemoryCategory::kGradients,
     MemoryCategory::kOptimizerState, MemoryCategory::kActivations,
     MemoryCategory::kCommunication, MemoryCategory::kOther};
@@ -89,15 +91,15 @@ Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSl
               hybrid ? "hybrid" : "tensor parallel", ranks, hybrid ? "tower(s)" : "rank(s)",
               split.batch_size(), devices);
   std::printf("  %-8s", "");
-  for (MemoryCategory c : kCategories) std::printf(" %15s", std::string(category_name(c)).c_str());
+  for (MemoryCategory c : kTensorTableCategories) std::printf(" %15s", std::string(category_name(c)).c_str());
   std::printf(" %15s\n", "total");
   std::array<std::size_t, kMemoryCategoryCount> largest{};
   std::size_t largest_total = 0;
   for (int d = 0; d < devices; ++d) {
     const MemoryLedger& ledger = runtime.device(d).memory();
     std::printf("  dev%-5d", d);
-    for (std::size_t i = 0; i < kCategories.size(); ++i) {
-      const std::size_t peak = ledger.peak(kCategories[i]);
+    for (std::size_t i = 0; i < kTensorTableCategories.size(); ++i) {
+      const std::size_t peak = ledger.peak(kTensorTableCategories[i]);
       largest[i] = std::max(largest[i], peak);
       std::printf(" %15zu", peak);
     }
@@ -112,8 +114,8 @@ Summary report_tensor(Runtime& runtime, const TensorSplit& split, const TensorSl
               split.batch_size(), *std::max_element(activation_bytes.begin(), activation_bytes.end()));
 
   Summary summary;
-  for (std::size_t i = 0; i < kCategories.size(); ++i) {
-    summary.add("peak_" + std::string(category_name(kCategories[i])) + "_bytes",
+  for (std::size_t i = 0; i < kTensorTableCategories.size(); ++i) {
+    summary.add("peak_" + std::string(category_name(kTensorTableCategories[i])) + "_bytes",
                 static_cast<long long>(largest[i]));
   }
   const double formula_slices = *std::max_element(slice_bytes.begin(), slice_bytes.end());

@@ -27,6 +27,7 @@
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/allreduce.hpp"
+#include "chapter10_helpers.hpp"
 #include "program.hpp"
 #include "runtime/runtime.hpp"
 
@@ -36,7 +37,9 @@ namespace {
 using model::Network;
 using model::parameter;
 
-constexpr int kBatch = 8;
+using chapter10_tests::gamma;
+using chapter10_tests::kBatch;
+using chapter10_tests::same_bits;
 constexpr int kIn3 = 2304, kOut3 = 384, kOut4 = 192, kClasses = 10;
 
 std::unique_ptr<Runtime> host_runtime(int devices) {
@@ -69,9 +72,6 @@ std::vector<float> columns_of(const float* m, int rows, int cols, int first, int
   return out;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 // The run the chapters start from: --seed 1's parameters, the first batch of b images of
 // the embedded synthetic set (chapter 1's queue; --tp's global batch is b).
@@ -149,10 +149,6 @@ std::vector<float> column_split_layer(Runtime& runtime, int t, const std::vector
   return y;
 }
 
-double gamma(double k) {
-  const double u = std::ldexp(1.0, -24);
-  return k * u / (1 - k * u);
-}
 
 // Every column-split output is the layer's whole dot product over its `in` inputs, plus
 // its bias, in an order of additions that is the kernel's: within 2 gamma(in) of chapter

@@ -26,6 +26,7 @@
 #include "parallel/tensor_bytes.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
+#include "chapter10_helpers.hpp"
 #include "program.hpp"
 #include "runtime/link_model.hpp"
 #include "runtime/runtime.hpp"
@@ -36,16 +37,15 @@ namespace {
 using testing::run;
 using testing::saved_params;
 
-constexpr int kBatch = 8;
+using chapter10_tests::gamma;
+using chapter10_tests::kBatch;
+using chapter10_tests::same_bits;
 const std::string kSmall = "--backend host --batch-size 8 --log-every 1 ";
 
 std::filesystem::path temp_file(const std::string& name) {
   return testing::temp_file("towers-ch10", name);
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
 
 long long key(const testing::ProgramRun& r, const std::string& name) {
   return std::llround(r.number(name));
@@ -227,10 +227,6 @@ TEST(TensorBits, OneRankAndOneTowerAreChapter4sSingleTowerBitForBit) {
 //   |p_tp - p_ch4| <= eps_t * max|update| + ulp(p)
 // for one step from the same state. Measured here: about 4e-7 of the largest update, the
 // bound 3.4e-5 (t = 2) and 2.9e-5 (t = 4).
-double gamma(double k) {
-  const double u = std::ldexp(1.0, -24);
-  return k * u / (1 - k * u);
-}
 
 double ulp(float x) {
   const float a = std::fabs(x);
