@@ -88,7 +88,19 @@ LayerGather::LayerGather(const std::vector<std::unique_ptr<Tower>>& towers,
   }
 }
 
-LayerGather::~LayerGather() = default;
+LayerGather::~LayerGather() {
+  // Queued ops complete and wait on this object's events: the communication streams' and
+  // the compute streams' records of `released` and `needed`. Let them finish before the
+  // events go (the communication streams are destroyed last, after them).
+  for (auto& tower : per_tower_) {
+    try {
+      tower->comm->synchronize();
+      for (auto& event : tower->released) event->synchronize();
+      tower->needed->synchronize();
+    } catch (...) {  // a stream's error was the run's to report; a destructor must not throw
+    }
+  }
+}
 
 model::Network::LayerParams LayerGather::hooks(int tower) {
   return {[this, tower](int layer) { return acquire(tower, layer); },

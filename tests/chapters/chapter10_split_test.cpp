@@ -472,6 +472,8 @@ void expect_cut_within_bound(const std::vector<float>& a, const float* m, int ou
   }
   auto ring = make_ring_allreduce(*runtime, devices, count, nullptr, Reduction::kSum);
   ring->average(partials, count, streams);
+  // Every stream done before the ring (whose events their ops wait on) goes at the end.
+  for (Stream* stream : streams) stream->synchronize();
   const auto cut = to_host(*streams[0], partials[0], count);
   // Uncut, on device 0: the whole product, as chapter 4's Network computes it.
   Stream& s = *streams[0];

@@ -181,9 +181,12 @@ TEST(Overlap, LinkGbpsAutoSizesTheLinkOnceAndSaysSo) {
   EXPECT_EQ(on_gpus.exit_code, 2) << on_gpus.output;
   EXPECT_NE(on_gpus.output.find("on GPUs the real link is used"), std::string::npos)
       << on_gpus.output;
-  auto ranks = run("05_ranks", kSmall + "--steps 1 --link-gbps auto");
-  EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
-  EXPECT_NE(ranks.output.find("--link-gbps"), std::string::npos) << ranks.output;
+  // Chapter 5 is built only with MPI (the tsan preset builds without it).
+  if (std::filesystem::exists(std::string(TOWERS_BIN_DIR) + "/05_ranks")) {
+    auto ranks = run("05_ranks", kSmall + "--steps 1 --link-gbps auto");
+    EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
+    EXPECT_NE(ranks.output.find("--link-gbps"), std::string::npos) << ranks.output;
+  }
   auto word = run("06_overlap", kSmall + "--steps 1 --devices 2 --link-gbps fast");
   EXPECT_EQ(word.exit_code, 2) << word.output;
   EXPECT_NE(word.output.find("or auto"), std::string::npos) << word.output;
