@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # scripts/flake-hunt finds what it is for: in a build folder of three stand-in tests (one
-# that fails only on its third run, one that always passes, one parameterised that always
-# fails), 10 runs each list the two failing tests by name, with the runs that passed
+# that fails only on its third run, one that always passes, two parameterised ones named as
+# gtest_discover_tests names them, one failing always and one on its second run), 10 runs each list the two failing tests by name, with the runs that passed
 # first, and exit 1; the passing one alone exits 0; a folder that is no build is a usage
 # error (2) saying so.
 set -uo pipefail
@@ -12,7 +12,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 cat >"$tmp/CTestTestfile.cmake" <<CTEST
 add_test(Stand.SometimesFails "bash" "-c" "n=\$(cat $tmp/runs 2>/dev/null || echo 0); echo \$((n + 1)) >$tmp/runs; [ \$n -ne 2 ]")
 add_test(Stand.AlwaysPasses "true")
-add_test([=[Stand/Param.AlwaysFails/host]=] "false")
+add_test([=[Stand/Param.AlwaysFails/host  # GetParam() = host]=] "false")
+add_test([=[Stand/Param.SometimesFails/host  # GetParam() = host]=] "bash" "-c" "n=\$(cat $tmp/pruns 2>/dev/null || echo 0); echo \$((n + 1)) >$tmp/pruns; [ \$n -ne 1 ]")
 CTEST
 out=$("$root/scripts/flake-hunt" --build "$tmp" -R 'Stand' --runs 10 --no-load 2>&1); rc=$?
 echo "$out"
@@ -20,6 +21,11 @@ echo "$out"
 grep -q "^  Stand.SometimesFails (passed 2 run(s) before failing)" <<<"$out" ||
   fail "the test that fails on its third run is not listed so"
 grep -q "^  Stand/Param.AlwaysFails/host (passed 0 run(s)" <<<"$out" || fail "the failing test is not listed"
+# gtest_discover_tests names a parameterised test "Suite/Test.Name/param  # GetParam() = param":
+# the hunt must run it (an anchor at the bare name dropped every such test once).
+grep -q "^  Stand/Param.SometimesFails/host (passed 1 run(s) before failing)" <<<"$out" ||
+  fail "the parameterised test that fails on its second run is not listed so"
+[ "$(cat "$tmp/pruns")" = 2 ] || fail "the parameterised test ran $(cat "$tmp/pruns") time(s), expected 2"
 grep -q "AlwaysPasses" <<<"$(sed -n '/tests that failed/,$p' <<<"$out")" && fail "a passing test is listed"
 out=$("$root/scripts/flake-hunt" --build "$tmp" -R 'AlwaysPasses' --runs 3 --no-load 2>&1); rc=$?
 [ "$rc" -eq 0 ] || fail "exit $rc when every run passed: $out"
