@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# scripts/flake-hunt finds what it is for: in a build folder of three stand-in tests (one
-# that fails only on its third run, one that always passes, two parameterised ones named as
-# gtest_discover_tests names them, one failing always and one on its second run), 10 runs each list the two failing tests by name, with the runs that passed
-# first, and exit 1; ten more parameterised ones each run ten times (a selection no
-# single ctest regex could anchor); --from runs the names of a file and nothing else; the
-# passing one alone exits 0; a folder that is no build is a usage
-# error (2) saying so.
+# scripts/flake-hunt finds what it is for. In a build folder of stand-in tests (one that
+# fails only on its third run, one that always passes, two parameterised ones named as
+# gtest_discover_tests names them, failing always and on their second run, and ten
+# parameterised ones that pass: a selection no single ctest regex could anchor), 10 runs
+# each list the three failing tests by name, with the runs that passed first, run every
+# test ten times, and exit 1; --from chooses the names of a file and nothing else; the
+# passing one alone exits 0; a folder that is no build is a usage error (2) saying so.
 set -uo pipefail
 root=${1:?usage: flake_hunt_test.sh <source dir>}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
