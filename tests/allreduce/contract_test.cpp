@@ -62,12 +62,14 @@ class AllReduceContract : public ::testing::TestWithParam<AllReduceKind> {
 INSTANTIATE_TEST_SUITE_P(AllReduces, AllReduceContract, ::testing::Values(kRing, kDevice0),
                          [](const auto& info) { return info.param.name; });
 
-// The kind and a number of towers, 1 to its most_towers.
+// The kind and a number n of towers, 1 to its most_towers, tower t on simulated device t.
 class AllReduceTowers : public ::testing::TestWithParam<std::tuple<AllReduceKind, int>> {
  protected:
-  int towers() const { return std::get<1>(GetParam()); }
-  std::unique_ptr<AllReduce> make(Runtime& rt, std::size_t max_count) const {
-    return std::get<0>(GetParam()).make(rt, round_robin(towers(), towers()), max_count);
+  const int n = std::get<1>(GetParam());
+  const std::unique_ptr<Runtime> rt = host_runtime(n);
+
+  std::unique_ptr<AllReduce> make(std::size_t max_count) const {
+    return std::get<0>(GetParam()).make(*rt, round_robin(n, n), max_count);
   }
 };
 std::string kind_and_towers(const ::testing::TestParamInfo<AllReduceTowers::ParamType>& info) {
@@ -83,10 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Device0, AllReduceTowers,
                          kind_and_towers);
 
 TEST_P(AllReduceTowers, EqualsTheExactMeanForCountsThatDoNotDivide) {
-  const int n = towers();
-  auto rt = host_runtime(n);
   const std::size_t max_count = 3 * n + 2;
-  auto allreduce = make(*rt, max_count);
+  auto allreduce = make(max_count);
   // count < n leaves ring chunks empty; 0 and 1 are the edge cases; 3n+2 does not divide.
   for (std::size_t count : std::set<std::size_t>{0, 1, static_cast<std::size_t>(n - 1),
                                                  static_cast<std::size_t>(n + 1), max_count}) {
@@ -96,10 +96,8 @@ TEST_P(AllReduceTowers, EqualsTheExactMeanForCountsThatDoNotDivide) {
 }
 
 TEST_P(AllReduceTowers, AveragesAgainThroughTheSameBuffersAndEvents) {
-  const int n = towers();
-  auto rt = host_runtime(n);
   const std::size_t count = 4 * n + 1;
-  auto allreduce = make(*rt, count);
+  auto allreduce = make(count);
   TowerBuffers towers(*rt, round_robin(n, n), count);
   for (int round : {0, 1}) {
     towers.upload(round);
@@ -110,10 +108,8 @@ TEST_P(AllReduceTowers, AveragesAgainThroughTheSameBuffersAndEvents) {
 }
 
 TEST_P(AllReduceTowers, AveragingTwiceWithoutWaitingIsStillExact) {
-  const int n = towers();
-  auto rt = host_runtime(n);
   const std::size_t count = 4 * n + 1;
-  auto allreduce = make(*rt, count);
+  auto allreduce = make(count);
   TowerBuffers towers(*rt, round_robin(n, n), count);
   towers.upload(0);
   allreduce->average(towers.buffers(), count, towers.streams());
