@@ -196,4 +196,18 @@ inline double largest_difference(const std::vector<float>& a, const std::vector<
   return largest;
 }
 
+/// Two programs' first step from the same start, as their --save-params files: how far
+/// the step moved the parameters (`start` to `reference`), and how far `other` lands from
+/// `reference`. Each is largest_difference, so NaN when a file holds another count.
+struct OneStepApart {
+  double largest_update;
+  double largest_difference;
+};
+inline OneStepApart one_step_apart(const std::filesystem::path& start,
+                                   const std::filesystem::path& reference,
+                                   const std::filesystem::path& other) {
+  const std::vector<float> p0 = saved_params(start), after = saved_params(reference);
+  return {largest_difference(p0, after), largest_difference(after, saved_params(other))};
+}
+
 }  // namespace towers::testing
