@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "base/process.hpp"
 #include "base/temp_dir.hpp"
 #include "cli/summary.hpp"
@@ -48,6 +50,21 @@ struct ProgramRun {
   }
   double number(const std::string& key) const { return std::stod("0" + last(key)); }
 };
+
+/// Whether `run` was refused as a usage error (exit status 2, docs/reliability.md) with a
+/// message that says `what`: EXPECT_TRUE(refused(r, "...")) prints which of the two failed
+/// and the output.
+inline ::testing::AssertionResult refused(const ProgramRun& run, const std::string& what) {
+  if (run.exit_code != 2) {
+    return ::testing::AssertionFailure()
+           << "exit status " << run.exit_code << ", not 2 (a usage error):\n" << run.output;
+  }
+  if (run.output.find(what) == std::string::npos) {
+    return ::testing::AssertionFailure() << "the message does not say \"" << what << "\":\n"
+                                         << run.output;
+  }
+  return ::testing::AssertionSuccess();
+}
 
 /// Runs `program` (a path in the build's bin folder) with `args`, to completion.
 /// `prefix` goes before the program in the shell command: "VAR=value " to set the
