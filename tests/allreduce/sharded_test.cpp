@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <set>
@@ -24,7 +25,22 @@ using testing::input_value;
 using testing::round_robin;
 using testing::TowerBuffers;
 
-class Sharded : public ::testing::TestWithParam<int> {};
+// n towers (the parameter), tower t on simulated device t, and the ring's two halves for
+// them, for counts up to 100.
+class Sharded : public ::testing::TestWithParam<int> {
+ protected:
+  const int n = GetParam();
+  const std::unique_ptr<Runtime> rt = host_runtime(n);
+  const std::unique_ptr<ShardedCollectives> collectives =
+      make_ring_collectives(*rt, round_robin(n, n), 100);
+
+  // The towers' buffers of `count` floats, holding round 0's inputs (input_value).
+  TowerBuffers uploaded(std::size_t count) const {
+    TowerBuffers towers(*rt, round_robin(n, n), count);
+    towers.upload();
+    return towers;
+  }
+};
 INSTANTIATE_TEST_SUITE_P(Towers1To8, Sharded, ::testing::Range(1, 9));
 
 // Counts that divide n ways and counts that do not (and fewer elements than towers).
@@ -46,14 +62,11 @@ void upload_random(TowerBuffers& towers, unsigned seed) {
 }
 
 TEST_P(Sharded, ShardsTileTheBufferOncePerTowerAndDifferByAtMostOne) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
-  auto ring = make_ring_collectives(*rt, round_robin(n, n), 100);
   for (std::size_t count : {0, 1, 7, 64, 99}) {
     std::vector<int> owners(count, 0);
     std::size_t smallest = count, largest = 0;
     for (int t = 0; t < n; ++t) {
-      const Chunk c = ring->shard(count, t);
+      const Chunk c = collectives->shard(count, t);
       ASSERT_LE(c.offset + c.size, count);
       for (std::size_t e = c.offset; e < c.offset + c.size; ++e) ++owners[e];
       smallest = std::min(smallest, c.size);
@@ -65,17 +78,13 @@ TEST_P(Sharded, ShardsTileTheBufferOncePerTowerAndDifferByAtMostOne) {
 }
 
 TEST_P(Sharded, ReduceScatterLeavesEachTowerTheExactMeanOfItsShard) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
-  auto ring = make_ring_collectives(*rt, round_robin(n, n), 4 * n + 2);
   for (std::size_t count : counts_for(n)) {
-    TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();
-    ring->reduce_scatter(towers.buffers(), count, towers.streams());
+    TowerBuffers towers = uploaded(count);
+    collectives->reduce_scatter(towers.buffers(), count, towers.streams());
     const auto got = towers.download();
     const auto mean = expected_mean(n, count);
     for (int t = 0; t < n; ++t) {
-      const Chunk c = ring->shard(count, t);
+      const Chunk c = collectives->shard(count, t);
       for (std::size_t e = c.offset; e < c.offset + c.size; ++e) {
         ASSERT_EQ(got[t][e], mean[e]) << "n=" << n << " count=" << count << " tower " << t
                                       << " element " << e;
@@ -85,16 +94,13 @@ TEST_P(Sharded, ReduceScatterLeavesEachTowerTheExactMeanOfItsShard) {
 }
 
 TEST_P(Sharded, AllGatherGivesEveryTowerEveryShardUnchanged) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
-  auto ring = make_ring_collectives(*rt, round_robin(n, n), 4 * n + 2);
   for (std::size_t count : counts_for(n)) {
-    TowerBuffers towers(*rt, round_robin(n, n), count);
-    towers.upload();  // tower t holds input_value(t, e): whose copy arrived shows
-    ring->all_gather(towers.buffers(), count, towers.streams());
+    // Tower t holds input_value(t, e): whose copy arrived shows.
+    TowerBuffers towers = uploaded(count);
+    collectives->all_gather(towers.buffers(), count, towers.streams());
     const auto got = towers.download();
     for (int owner = 0; owner < n; ++owner) {
-      const Chunk c = ring->shard(count, owner);
+      const Chunk c = collectives->shard(count, owner);
       for (std::size_t e = c.offset; e < c.offset + c.size; ++e) {
         for (int t = 0; t < n; ++t) {
           ASSERT_EQ(got[t][e], input_value(owner, e))
@@ -107,8 +113,6 @@ TEST_P(Sharded, AllGatherGivesEveryTowerEveryShardUnchanged) {
 }
 
 TEST_P(Sharded, AllReduceEqualsReduceScatterThenAllGatherInEveryBit) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
   const std::size_t count = 3 * n + 2;
   auto whole = make_ring_allreduce(*rt, round_robin(n, n), count);
   auto halves = make_ring_collectives(*rt, round_robin(n, n), count);
@@ -130,8 +134,6 @@ TEST_P(Sharded, AllReduceEqualsReduceScatterThenAllGatherInEveryBit) {
 // last add (c-1) multiplies by 1/n. The all-reduce must give exactly these bits before
 // and after it was split into its halves.
 TEST_P(Sharded, RingAllReduceKeepsItsOrderOfAdds) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
   const std::size_t count = 5 * n + 3;
   auto ring = make_ring_allreduce(*rt, round_robin(n, n), count);
   TowerBuffers towers(*rt, round_robin(n, n), count);
@@ -158,8 +160,6 @@ TEST_P(Sharded, RingAllReduceKeepsItsOrderOfAdds) {
 // move the same bytes over the links. Buckets of uneven sizes, some inside one chunk, some
 // across several, one empty.
 TEST_P(Sharded, ReduceScatterBucketByBucketGivesTheWholeBuffersBits) {
-  const int n = GetParam();
-  auto rt = host_runtime(n);
   const std::size_t count = 7 * n + 3;
   const std::vector<Chunk> buckets = {{0, 2}, {2, 0}, {2, 3 * static_cast<std::size_t>(n)},
                                       {3 * static_cast<std::size_t>(n) + 2, 1},

@@ -111,10 +111,8 @@ TEST(Ranks, MpiAllreduceMatchesChapter4UpToSummationOrder) {
   ASSERT_EQ(s.exit_code, 0) << s.output;
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
-  auto p0 = saved_params(start), p4 = saved_params(ch4), p5 = saved_params(ch5);
-  ASSERT_EQ(p5.size(), model::kNumParameters);
-  const double largest_update = testing::largest_difference(p0, p4);
-  const double largest_difference = testing::largest_difference(p4, p5);
+  ASSERT_EQ(saved_params(ch5).size(), model::kNumParameters);
+  const auto [largest_update, largest_difference] = testing::one_step_apart(start, ch4, ch5);
   std::printf("4 ranks, MPI_Allreduce vs chapter 4's ring: largest update %.3g, largest "
               "difference %.3g\n", largest_update, largest_difference);
   EXPECT_GT(largest_update, 0.0);

@@ -71,10 +71,15 @@ std::set<std::string> names_in(const fs::path& dir) {
   return names;
 }
 
+// Each test's own folder for what its runs write, removed after the test.
+class NothingLost : public ::testing::Test {
+ protected:
+  TempDir dir;
+};
+
 // --- 1. Every output is checked before the first step --------------------------------
 
-TEST(NothingLost, ABadTracePathIsRefusedBeforeTrainingInEveryChapter) {
-  TempDir dir;
+TEST_F(NothingLost, ABadTracePathIsRefusedBeforeTrainingInEveryChapter) {
   const std::string missing = (dir.path() / "no" / "such" / "trace.json").string();
   for (const char* program : {"01_single_gpu", "02_serial_towers", "03_stream_towers", "04_nccl_iterator"}) {
     auto r = run(program, quick_flags() + "--steps 100000 --trace " + missing);
@@ -92,8 +97,7 @@ TEST(NothingLost, ABadTracePathIsRefusedBeforeTrainingInEveryChapter) {
   EXPECT_TRUE(has(params, "--save-params")) << params.output;
 }
 
-TEST(NothingLost, CheckpointDirIsCreatedWithParentsOrRefusedByName) {
-  TempDir dir;
+TEST_F(NothingLost, CheckpointDirIsCreatedWithParentsOrRefusedByName) {
   const fs::path nested = dir.path() / "runs" / "a" / "b";
   auto made = run("01_single_gpu", quick_flags() + "--steps 1 --checkpoint-dir " + nested.string());
   ASSERT_EQ(made.exit_code, 0) << made.output;
@@ -108,8 +112,7 @@ TEST(NothingLost, CheckpointDirIsCreatedWithParentsOrRefusedByName) {
   EXPECT_FALSE(has(refused, ": step 0")) << refused.output;
 }
 
-TEST(NothingLost, EvalTestSetIsCheckedBeforeTraining) {
-  TempDir dir;
+TEST_F(NothingLost, EvalTestSetIsCheckedBeforeTraining) {
   write_small_cifar(dir.path());
   const std::string bytes = read_bytes(data::test_file(dir.path()));
   std::ofstream(data::test_file(dir.path()), std::ios::binary | std::ios::trunc)
@@ -123,8 +126,7 @@ TEST(NothingLost, EvalTestSetIsCheckedBeforeTraining) {
 
 // --- 2. Saves that cannot destroy anything ------------------------------------------
 
-TEST(NothingLost, SaveParamsTouchesNoOtherFile) {
-  TempDir dir;
+TEST_F(NothingLost, SaveParamsTouchesNoOtherFile) {
   auto first = run("01_single_gpu", quick_flags() + "--steps 1 --checkpoint-dir " + dir.path().string());
   ASSERT_EQ(first.exit_code, 0) << first.output;
   const std::string checkpoint = read_bytes(dir.path() / "model.ckpt-1");
@@ -137,8 +139,7 @@ TEST(NothingLost, SaveParamsTouchesNoOtherFile) {
   EXPECT_EQ(model::load_checkpoint(dir.path() / "params.ckpt").global_step, 1);
 }
 
-TEST(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
-  TempDir dir;
+TEST_F(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
   const fs::path params = dir.path() / "params.ckpt";
   for (const char* program : {"02_serial_towers", "03_stream_towers", "04_nccl_iterator"}) {
     fs::remove(params);
@@ -156,8 +157,7 @@ TEST(NothingLost, ATraceOnAFullDiskIsAnErrorAndDropsNothingElse) {
 
 // The mirror case (issue 38): --save-params fails, the trace after it is written. Chapter 1
 // set its status from the trace alone, so the lost parameters exited 0.
-TEST(NothingLost, AFailedSaveParamsIsAnErrorThoughTheTraceAfterItIsWritten) {
-  TempDir dir;
+TEST_F(NothingLost, AFailedSaveParamsIsAnErrorThoughTheTraceAfterItIsWritten) {
   const fs::path trace = dir.path() / "trace.json";
   for (const char* program : {"01_single_gpu", "02_serial_towers"}) {
     fs::remove(trace);
@@ -175,8 +175,7 @@ TEST(NothingLost, AFailedSaveParamsIsAnErrorThoughTheTraceAfterItIsWritten) {
   EXPECT_EQ(pipeline.last("stages"), "2") << "the summary was dropped\n" << pipeline.output;
 }
 
-TEST(NothingLost, AFreshRunRefusesAFolderWithCheckpointsUnlessOverwrite) {
-  TempDir dir;
+TEST_F(NothingLost, AFreshRunRefusesAFolderWithCheckpointsUnlessOverwrite) {
   const std::string ckpt = "--checkpoint-dir " + dir.path().string();
   ASSERT_EQ(run("01_single_gpu", quick_flags() + "--steps 2 " + ckpt).exit_code, 0);
   const std::string saved = read_bytes(dir.path() / "model.ckpt-2");
@@ -191,8 +190,7 @@ TEST(NothingLost, AFreshRunRefusesAFolderWithCheckpointsUnlessOverwrite) {
   EXPECT_EQ(names_in(dir.path()), std::set<std::string>{"model.ckpt-1"}) << afresh.output;
 }
 
-TEST(NothingLost, ResumeWithoutACheckpointIsAnErrorUnlessIfPresent) {
-  TempDir dir;
+TEST_F(NothingLost, ResumeWithoutACheckpointIsAnErrorUnlessIfPresent) {
   auto missing = run("01_single_gpu", quick_flags() + "--steps 1 --resume --checkpoint-dir " +
                      (dir.path() / "typo").string());
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
@@ -211,8 +209,7 @@ TEST(NothingLost, ResumeWithoutACheckpointIsAnErrorUnlessIfPresent) {
   EXPECT_EQ(fresh.last("global_step"), "1");
 }
 
-TEST(NothingLost, ResumeRemovesStaleTemporaryFilesAndTrustsOnlyMatchingNames) {
-  TempDir dir;
+TEST_F(NothingLost, ResumeRemovesStaleTemporaryFilesAndTrustsOnlyMatchingNames) {
   const std::string ckpt = "--checkpoint-dir " + dir.path().string();
   ASSERT_EQ(run("01_single_gpu", quick_flags() + "--steps 2 " + ckpt).exit_code, 0);
   // A save killed mid-write by a process that no longer exists (pid above pid_max).
@@ -231,8 +228,7 @@ TEST(NothingLost, ResumeRemovesStaleTemporaryFilesAndTrustsOnlyMatchingNames) {
 
 // --- 3. Divergence guard -------------------------------------------------------------
 
-TEST(NothingLost, ADivergedRunStopsAndSavesNothing) {
-  TempDir dir;
+TEST_F(NothingLost, ADivergedRunStopsAndSavesNothing) {
   model::TrainingState huge;
   huge.global_step = 5;
   huge.params.assign(model::kNumParameters, 1e30f);  // finite, but every activation overflows
@@ -248,8 +244,7 @@ TEST(NothingLost, ADivergedRunStopsAndSavesNothing) {
 
 // --- 4. Messages ---------------------------------------------------------------------
 
-TEST(NothingLost, AnUnreadableDataFileSaysWhy) {
-  TempDir dir;
+TEST_F(NothingLost, AnUnreadableDataFileSaysWhy) {
   write_small_cifar(dir.path());
   fs::permissions(dir.path() / "data_batch_1.bin", fs::perms::none);
   // Root reads anything: run the program as nobody, as a user without the right would.
@@ -260,8 +255,7 @@ TEST(NothingLost, AnUnreadableDataFileSaysWhy) {
   EXPECT_FALSE(has(r, "Success")) << r.output;
 }
 
-TEST(NothingLost, AFolderWhereADataFileShouldBeIsNamedAsSuch) {
-  TempDir dir;
+TEST_F(NothingLost, AFolderWhereADataFileShouldBeIsNamedAsSuch) {
   write_small_cifar(dir.path());
   fs::remove(dir.path() / "data_batch_2.bin");
   fs::create_directory(dir.path() / "data_batch_2.bin");
@@ -270,8 +264,7 @@ TEST(NothingLost, AFolderWhereADataFileShouldBeIsNamedAsSuch) {
   EXPECT_TRUE(has(r, "data_batch_2.bin is a folder, not a CIFAR-10 file")) << r.output;
 }
 
-TEST(NothingLost, ACorruptSyntheticCacheSaysDeleteIt) {
-  TempDir dir;
+TEST_F(NothingLost, ACorruptSyntheticCacheSaysDeleteIt) {
   // A copy of the shared cache (made once per machine; generating one here would be slow
   // under ThreadSanitizer), damaged by one byte.
   const fs::path shared = data::ensure_synthetic_cifar10(data::kDefaultSyntheticSeed);
@@ -289,7 +282,7 @@ TEST(NothingLost, ACorruptSyntheticCacheSaysDeleteIt) {
   EXPECT_FALSE(has(r, "download")) << r.output;
 }
 
-TEST(NothingLost, BadNumbersSayWhatIsWrong) {
+TEST_F(NothingLost, BadNumbersSayWhatIsWrong) {
   const std::vector<RefusedFlags> cases{
       {"02_serial_towers", "--devices 100000", "--devices: 100000 is not in [1, 1024]"},
       {"02_serial_towers", "--steps abc", "--steps: 'abc' is not a whole number"},
@@ -308,7 +301,7 @@ TEST(NothingLost, BadNumbersSayWhatIsWrong) {
   EXPECT_EQ(largest.exit_code, 0) << largest.output;
 }
 
-TEST(NothingLost, RendezvousIsNoneWhenNoProbeRan) {
+TEST_F(NothingLost, RendezvousIsNoneWhenNoProbeRan) {
   auto r = run("03_stream_towers", quick_flags() + "--steps 0 --probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last("rendezvous"), "none") << r.output;
@@ -316,8 +309,7 @@ TEST(NothingLost, RendezvousIsNoneWhenNoProbeRan) {
 
 // --- 5. Graceful stop ----------------------------------------------------------------
 
-TEST(NothingLost, SigintFinishesTheStepSavesAndExits130) {
-  TempDir dir;
+TEST_F(NothingLost, SigintFinishesTheStepSavesAndExits130) {
   const fs::path trace = dir.path() / "trace.json";
   auto r = run_and_signal("01_single_gpu", quick_flags() + "--steps 100000 --checkpoint-dir " +
                           (dir.path() / "ckpt").string() + " --trace " + trace.string(),
@@ -332,7 +324,7 @@ TEST(NothingLost, SigintFinishesTheStepSavesAndExits130) {
   EXPECT_GT(fs::file_size(trace), 100u) << r.output;
 }
 
-TEST(NothingLost, ASecondSignalExitsAtOnce) {
+TEST_F(NothingLost, ASecondSignalExitsAtOnce) {
   // ThreadSanitizer sleeps a second inside _exit (atexit_sleep_ms) so that other threads
   // can finish, which would let the summary out; without TSan this changes nothing.
   const char* tsan = std::getenv("TSAN_OPTIONS");
@@ -355,8 +347,7 @@ TEST(NothingLost, ASecondSignalExitsAtOnce) {
   }
 }
 
-TEST(NothingLost, SigtermStopsTheTowersAndKeepsSaveParams) {
-  TempDir dir;
+TEST_F(NothingLost, SigtermStopsTheTowersAndKeepsSaveParams) {
   const fs::path params = dir.path() / "params.ckpt";
   auto r = run_and_signal("03_stream_towers", quick_flags() + "--steps 100000 --save-params " +
                           params.string(), ": step 1,", SIGTERM);

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "base/process.hpp"
 #include "base/temp_dir.hpp"
 #include "cli/summary.hpp"
@@ -48,6 +50,21 @@ struct ProgramRun {
   }
   double number(const std::string& key) const { return std::stod("0" + last(key)); }
 };
+
+/// Whether `run` was refused as a usage error (exit status 2, docs/reliability.md) with a
+/// message that says `what`: EXPECT_TRUE(refused(r, "...")) prints which of the two failed
+/// and the output.
+inline ::testing::AssertionResult refused(const ProgramRun& run, const std::string& what) {
+  if (run.exit_code != 2) {
+    return ::testing::AssertionFailure()
+           << "exit status " << run.exit_code << ", not 2 (a usage error):\n" << run.output;
+  }
+  if (run.output.find(what) == std::string::npos) {
+    return ::testing::AssertionFailure() << "the message does not say \"" << what << "\":\n"
+                                         << run.output;
+  }
+  return ::testing::AssertionSuccess();
+}
 
 /// Runs `program` (a path in the build's bin folder) with `args`, to completion.
 /// `prefix` goes before the program in the shell command: "VAR=value " to set the
@@ -194,6 +211,20 @@ inline double largest_difference(const std::vector<float>& a, const std::vector<
     largest = std::max(largest, difference);
   }
   return largest;
+}
+
+/// Two programs' first step from the same start, as their --save-params files: how far
+/// the step moved the parameters (`start` to `reference`), and how far `other` lands from
+/// `reference`. Each is largest_difference, so NaN when a file holds another count.
+struct OneStepApart {
+  double largest_update;
+  double largest_difference;
+};
+inline OneStepApart one_step_apart(const std::filesystem::path& start,
+                                   const std::filesystem::path& reference,
+                                   const std::filesystem::path& other) {
+  const std::vector<float> p0 = saved_params(start), after = saved_params(reference);
+  return {largest_difference(p0, after), largest_difference(after, saved_params(other))};
 }
 
 }  // namespace towers::testing

@@ -7,7 +7,8 @@ suite, never written) is a promise nothing checks.
     tests/docs/test_names_check.py SOURCE_DIR [PAGE ...]   # default: the two pages above
 
 A name (`Suite.Name`, or a CMake test such as `scripts.Name`) is found when a TEST, TEST_F or TEST_P of the sources defines it, or an add_test
-NAME of a CMakeLists.txt (${var} in a CMake name matches anything); `Suite.Prefix*`
+NAME of a CMakeLists.txt (${var} in a CMake name matches anything; in a function that adds
+`prefix.${name}`, its calls `function(Name ...)` name the tests); `Suite.Prefix*`
 matches any test that starts so. Reads sources only, so a build without MPI or the
 benchmarks checks the same names. Exit 1 listing each missing name with its page."""
 import re
@@ -29,7 +30,16 @@ def defined_tests(root):
                                  path.read_text(errors="replace")):
                 names.add(f"{m[1]}.{m[2]}")
         elif path.name == "CMakeLists.txt":
-            for m in re.finditer(r"add_test\(\s*NAME\s+(\S+)", path.read_text(errors="replace")):
+            text = path.read_text(errors="replace")
+            # A function whose test is `prefix.${name}` (towers_script_test, towers_docs_check)
+            # names its tests in its calls: `fn(Name ...)` adds prefix.Name.
+            for fn in re.finditer(r"\bfunction\((\w+) name\b.*?\bendfunction\(\)", text, re.S):
+                test = re.search(r"add_test\(\s*NAME\s+(\w+)\.\$\{name\}\s", fn[0])
+                if test:
+                    names.update(f"{test[1]}.{call[1]}"
+                                 for call in re.finditer(rf"\b{fn[1]}\(\s*(\w+)", text[fn.end():]))
+                text = text.replace(fn[0], "")
+            for m in re.finditer(r"add_test\(\s*NAME\s+(\S+)", text):
                 patterns.append(re.compile(re.sub(r"\\\$\\\{\w+\\\}", ".+", re.escape(m[1])) + "$"))
     return names, patterns
 

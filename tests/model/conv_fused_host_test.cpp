@@ -85,6 +85,14 @@ struct ConvSizes {
   std::size_t ws;    // floats of the weights
 };
 
+// The forward op's inputs on the device: images x, weights w and biases b, random from
+// seeds `seed`, `seed` + 1 and `seed` + 2.
+struct ForwardInputs {
+  const float* x;
+  const float* w;
+  const float* b;
+};
+
 class FusedConv : public EachBackend {
  protected:
   // conv1 and conv2, with batches of 5 and 3 (split over 3 threads: 2, 2, 1 and 1, 1, 1).
@@ -108,15 +116,32 @@ class FusedConv : public EachBackend {
       }
     }
   }
+
+  bool cuda() const { return GetParam() == Backend::kCuda; }
+
+  static ForwardInputs forward_inputs(DeviceIo& io, const Layer& l, const ConvSizes& n,
+                                      unsigned seed) {
+    return {io.upload(random_values(l.shape.size(), seed)),
+            io.upload(random_values(n.ws, seed + 1)),
+            io.upload(random_values(l.out_channels, seed + 2))};
+  }
+
+  // The fast op's `count` floats at `fast` against the plain sequence's at `plain`, within
+  // kRel; on the host also the same bits with 3 op threads as with 1.
+  void expect_fast_as_plain(DeviceIo& io, const std::string& what, const Layer& l, int threads,
+                            const float* fast, const float* plain, std::size_t count) {
+    const auto got = io.download(fast, count);
+    expect_close(what.c_str(), got, io.download(plain, count), kRel);
+    if (!cuda()) same_.check(what + " C=" + std::to_string(l.shape.channels), threads, got);
+  }
+
+ private:
+  SameBitsAcrossThreads same_;
 };
 
 TEST_P(FusedConv, ForwardEqualsIm2colGemmBiasRelu) {
-  SameBitsAcrossThreads same;
-  const bool cuda = GetParam() == Backend::kCuda;
   each_case([&](DeviceIo& io, const Layer& l, const ConvSizes& n, int threads) {
-    const float* x = io.upload(random_values(l.shape.size(), 1));
-    const float* w = io.upload(random_values(n.ws, 2));
-    const float* b = io.upload(random_values(l.out_channels, 3));
+    const auto [x, w, b] = forward_inputs(io, l, n, 1);
     float* col = io.upload(std::vector<float>(n.cols, -7.0f));
     float* y = io.upload(std::vector<float>(n.ys, -7.0f));
     im2col(io.stream(), x, l.shape, kK, col);
@@ -128,22 +153,16 @@ TEST_P(FusedConv, ForwardEqualsIm2colGemmBiasRelu) {
     float* col_fast = io.upload(std::vector<float>(n.cols, 7.0f));
     float* y_fast = io.upload(std::vector<float>(n.ys, 7.0f));
     conv_forward_fast(io.stream(), x, l.shape, kK, w, b, l.out_channels, col_fast, y_fast);
-    if (cuda) {
+    if (cuda()) {
       EXPECT_EQ(io.download(col, n.cols), io.download(col_fast, n.cols)) << "col, " << threads;
     }
-    const auto y_got = io.download(y_fast, n.ys);
-    expect_close("y", y_got, io.download(y, n.ys), kRel);
-    if (!cuda) same.check("y C=" + std::to_string(l.shape.channels), threads, y_got);
+    expect_fast_as_plain(io, "y", l, threads, y_fast, y, n.ys);
   });
 }
 
 TEST_P(FusedConv, WeightGradEqualsIm2colGemm) {
-  SameBitsAcrossThreads same;
-  const bool cuda = GetParam() == Backend::kCuda;
   each_case([&](DeviceIo& io, const Layer& l, const ConvSizes& n, int threads) {
-    const float* x = io.upload(random_values(l.shape.size(), 6));
-    const float* w = io.upload(random_values(n.ws, 7));
-    const float* b = io.upload(random_values(l.out_channels, 8));
+    const auto [x, w, b] = forward_inputs(io, l, n, 6);
     const float* dy = io.upload(random_values(n.ys, 9));
     float* col = io.upload(std::vector<float>(n.cols, -7.0f));
     float* dw = io.upload(std::vector<float>(n.ws, -7.0f));
@@ -157,15 +176,11 @@ TEST_P(FusedConv, WeightGradEqualsIm2colGemm) {
     float* dw_fast = io.upload(std::vector<float>(n.ws, 7.0f));
     conv_forward_fast(io.stream(), x, l.shape, kK, w, b, l.out_channels, col_fast, y_fast);
     conv_weight_grad_fast(io.stream(), l.shape, kK, dy, l.out_channels, col_fast, dw_fast);
-    const auto dw_got = io.download(dw_fast, n.ws);
-    expect_close("dw", dw_got, io.download(dw, n.ws), kRel);
-    if (!cuda) same.check("dw C=" + std::to_string(l.shape.channels), threads, dw_got);
+    expect_fast_as_plain(io, "dw", l, threads, dw_fast, dw, n.ws);
   });
 }
 
 TEST_P(FusedConv, InputGradEqualsGemmCol2im) {
-  SameBitsAcrossThreads same;
-  const bool cuda = GetParam() == Backend::kCuda;
   each_case([&](DeviceIo& io, const Layer& l, const ConvSizes& n, int threads) {
     const float* dy = io.upload(random_values(n.ys, 4));
     const float* w = io.upload(random_values(n.ws, 5));
@@ -178,12 +193,10 @@ TEST_P(FusedConv, InputGradEqualsGemmCol2im) {
     float* dcol_fast = io.upload(std::vector<float>(n.cols, 7.0f));
     float* dx_fast = io.upload(std::vector<float>(l.shape.size(), 7.0f));
     conv_input_grad_fast(io.stream(), dy, l.out_channels, w, l.shape, kK, dcol_fast, dx_fast);
-    if (cuda) {
+    if (cuda()) {
       expect_close("dcol", io.download(dcol_fast, n.cols), io.download(dcol, n.cols), kRel);
     }
-    const auto dx_got = io.download(dx_fast, l.shape.size());
-    expect_close("dx", dx_got, io.download(dx, l.shape.size()), kRel);
-    if (!cuda) same.check("dx C=" + std::to_string(l.shape.channels), threads, dx_got);
+    expect_fast_as_plain(io, "dx", l, threads, dx_fast, dx, l.shape.size());
   });
 }
 

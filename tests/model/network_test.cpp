@@ -52,6 +52,22 @@ float* initial_params(DeviceIo& io, std::uint64_t seed) {
   return io.upload(params);
 }
 
+// A network of `batch` images on the host backend with what one step takes: a batch of
+// the synthetic set (from `data_seed`), freshly initialized parameters (from
+// `params_seed`) and zeroed gradients.
+struct NetworkOnOneBatch {
+  NetworkOnOneBatch(int batch_size, std::uint64_t data_seed, std::uint64_t params_seed)
+      : batch(synthetic_batch(io, batch_size, data_seed)),
+        params(initial_params(io, params_seed)),
+        net(io.device(), batch_size) {}
+
+  DeviceIo io{Backend::kHost};
+  const Batch batch;
+  float* const params;
+  float* const grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
+  Network net;
+};
+
 // The same initialized parameters two ways, for comparing a pass over the flat buffer
 // with one through Network::LayerParams (ZeRO-3's hook, chapter 9's ranges): the flat
 // buffer, a separate device copy of each layer (gradient_layers() order), and two zeroed
@@ -85,10 +101,8 @@ bool same_bits(DeviceIo& io, const float* a, const float* b, std::size_t count) 
 }
 
 TEST(Network, InitialLossIsLn10PlusWeightDecay) {
-  DeviceIo io(Backend::kHost);
-  const Batch batch = synthetic_batch(io, 32, 7);
-  const float* params = initial_params(io, 1);
-  Network net(io.device(), 32);
+  NetworkOnOneBatch one(32, 7, 1);
+  auto& [io, batch, params, grads, net] = one;
   net.forward(io.stream(), params, batch.images, batch.labels);
   const std::vector<float> losses = io.download(net.losses(), kLossCount);
   std::printf("  step 0: cross-entropy %.4f, weight decay %.4f, total %.4f\n",
@@ -102,12 +116,8 @@ TEST(Network, InitialLossIsLn10PlusWeightDecay) {
 }
 
 TEST(Network, SgdStepsOnOneBatchLowerTheLoss) {
-  DeviceIo io(Backend::kHost);
-  constexpr int kBatch = 16;
-  const Batch batch = synthetic_batch(io, kBatch, 11);
-  float* params = initial_params(io, 2);
-  float* grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  Network net(io.device(), kBatch);
+  NetworkOnOneBatch one(16, 11, 2);
+  auto& [io, batch, params, grads, net] = one;
   std::vector<float> first, last;
   for (int step = 0; step < 30; ++step) {
     net.forward_backward(io.stream(), params, batch.images, batch.labels, grads);
@@ -123,11 +133,9 @@ TEST(Network, SgdStepsOnOneBatchLowerTheLoss) {
 }
 
 TEST(Network, PredictCountsTop1HitsOfTheLogits) {
-  DeviceIo io(Backend::kHost);
   constexpr int kBatch = 24;
-  const Batch batch = synthetic_batch(io, kBatch, 13);
-  const float* params = initial_params(io, 3);
-  Network net(io.device(), kBatch);
+  NetworkOnOneBatch one(kBatch, 13, 3);
+  auto& [io, batch, params, grads, net] = one;
   net.predict(io.stream(), params, batch.images, batch.labels);
   const std::vector<float> logits = io.download(net.logits(), kBatch * 10);
   int expected = 0;
@@ -143,12 +151,8 @@ TEST(Network, TracedOpsNameTheirLayer) {
   // for the forward product (fused with its neighbours, ops_fast_host.hpp), "conv2 grad
   // gemm" and "conv2 grad gemm_col2im" for conv2's two backward products; no op is left
   // unscoped.
-  DeviceIo io(Backend::kHost);
-  constexpr int kBatch = 2;
-  const Batch batch = synthetic_batch(io, kBatch, 3);
-  float* params = initial_params(io, 1);
-  float* grads = io.upload(std::vector<float>(kNumParameters, 0.0f));
-  Network net(io.device(), kBatch);
+  NetworkOnOneBatch one(2, 3, 1);
+  auto& [io, batch, params, grads, net] = one;
   io.runtime().trace().set_enabled(true);
   net.forward_backward(io.stream(), params, batch.images, batch.labels, grads);
   io.stream().synchronize();

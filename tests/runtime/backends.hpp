@@ -51,3 +51,9 @@ inline std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
   INSTANTIATE_TEST_SUITE_P(Backends, suite,                                            \
                            ::testing::Values(Backend::kHost, Backend::kCuda),          \
                            ::towers::testing::backend_name)
+
+/// A suite of tests over both backends that needs nothing more than BothBackends:
+/// TOWERS_BOTH_BACKENDS_SUITE(Streams); then TEST_P(Streams, ...).
+#define TOWERS_BOTH_BACKENDS_SUITE(suite)                  \
+  class suite : public ::towers::testing::BothBackends {}; \
+  TOWERS_INSTANTIATE_BOTH_BACKENDS(suite)

@@ -13,10 +13,7 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
-class Events : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(Events);
+TOWERS_BOTH_BACKENDS_SUITE(Events);
 
 TEST_P(Events, WaitOrdersWorkAcrossStreamsAndDevices) {
   TOWERS_RUNTIME_OR_SKIP(rt, 2);

@@ -16,10 +16,7 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
-class EventTrace : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(EventTrace);
+TOWERS_BOTH_BACKENDS_SUITE(EventTrace);
 
 std::vector<TraceEvent> of_kind(const std::vector<TraceEvent>& events, TraceKind kind) {
   std::vector<TraceEvent> out;

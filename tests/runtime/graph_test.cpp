@@ -20,8 +20,6 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
 constexpr int kN = 8;  // floats per branch
 
 // Two branches (one stream on each of two devices) fork from an origin stream on device 0,
@@ -406,8 +404,7 @@ TEST(HostGraph, AnErrorInANodeReachesTheLaunchStream) {
 }
 
 // Copies only, so the same step runs on GPUs: eager and replayed outputs agree.
-class Graphs : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(Graphs);
+TOWERS_BOTH_BACKENDS_SUITE(Graphs);
 
 TEST_P(Graphs, ReplayOfCopiesMatchesTheEagerCopies) {
   TOWERS_RUNTIME_OR_SKIP(rt, 2);

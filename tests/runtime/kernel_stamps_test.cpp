@@ -275,8 +275,7 @@ TEST(KernelStamps, ASpanWithEveryStampReadLostNone) {
 // On both backends (cuda where a GPU exists, as gpu-check runs it): two towers' busy
 // kernels on two streams of one device ran together, and on cuda the kernels' own stamps
 // say so, each as long as the kernel spun and inside its op's event span.
-class KernelStampsBoth : public testing::BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(KernelStampsBoth);
+TOWERS_BOTH_BACKENDS_SUITE(KernelStampsBoth);
 
 TEST_P(KernelStampsBoth, BusyKernelsOnTwoStreamsStampThatTheyRanTogether) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);

@@ -11,10 +11,7 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
-class MemoryLedgerOf : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(MemoryLedgerOf);
+TOWERS_BOTH_BACKENDS_SUITE(MemoryLedgerOf);
 
 TEST_P(MemoryLedgerOf, AllocateAndFreeMoveCurrentWhilePeaksHold) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);

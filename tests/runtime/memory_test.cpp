@@ -11,10 +11,7 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
-class Memory : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(Memory);
+TOWERS_BOTH_BACKENDS_SUITE(Memory);
 
 TEST_P(Memory, RoundTripThroughTwoDevicesPreservesEveryByte) {
   TOWERS_RUNTIME_OR_SKIP(rt, 2);

@@ -13,10 +13,7 @@ namespace towers {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::BothBackends;
-
-class RendezvousProbe : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(RendezvousProbe);
+TOWERS_BOTH_BACKENDS_SUITE(RendezvousProbe);
 
 std::vector<std::unique_ptr<Stream>> one_stream_per_device(Runtime& rt) {
   std::vector<std::unique_ptr<Stream>> streams;

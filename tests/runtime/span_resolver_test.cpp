@@ -15,8 +15,6 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
 // An epoch event on `stream`'s device, recorded and completed, as a device's trace epoch.
 SpanEvents completed_epoch(Runtime& rt, Stream& stream) {
   SpanEvents events;
@@ -91,8 +89,7 @@ TEST(SpanResolver, SpansAddedByAnotherThreadWhileTakingAreNeverLost) {
   EXPECT_EQ(taken, static_cast<std::size_t>(kSpans));
 }
 
-class SpanResolverBoth : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(SpanResolverBoth);
+TOWERS_BOTH_BACKENDS_SUITE(SpanResolverBoth);
 
 TEST_P(SpanResolverBoth, TracedOpCollectedWhileRunningAppearsAfterItFinishes) {
   // The runtime's own traced ops: collect while a 300 ms op runs must not throw (on a GPU

@@ -15,10 +15,7 @@
 namespace towers {
 namespace {
 
-using testing::BothBackends;
-
-class Streams : public BothBackends {};
-TOWERS_INSTANTIATE_BOTH_BACKENDS(Streams);
+TOWERS_BOTH_BACKENDS_SUITE(Streams);
 
 TEST_P(Streams, CopiesRunInEnqueueOrder) {
   TOWERS_RUNTIME_OR_SKIP(rt, 1);
