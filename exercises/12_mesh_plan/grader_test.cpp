@@ -37,6 +37,26 @@ namespace {
 
 using towers::testing::ProgramRun;
 
+// The sanitizer builds (exercises/grade, CI) look for what the numbers cannot show: there
+// your functions are still asked for every shape, but only each test's first shape is run
+// (a training step is about 20 times slower under ThreadSanitizer), and the bubble is held
+// to chapter 9's closed form only (TSan's slowdown is jitter in a trace). The plain build
+// runs every shape, so a point still needs every shape right.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// How many of a test's `shapes` to run (all but in a sanitizer build).
+std::size_t shapes_to_run(std::size_t shapes) { return kSanitized ? 1 : shapes; }
+
 // --- What the grader tells your functions: the model's sizes ----------------------------
 
 ModelSizes model_sizes() {
@@ -241,7 +261,7 @@ TEST(Bubble, IsWhatChapter9sTraceMeasures) {
           << " (its trace measured " << r.last("bubble_share") << "), you predicted "
           << decimal(predicted) << "; hint: " << hint;
       const double error = r.number("bubble_share") - predicted;
-      met = error >= -kBelow && error <= kAbove;
+      met = kSanitized || (error >= -kBelow && error <= kAbove);
       shares += " " + r.last("bubble_share");
     }
     EXPECT_TRUE(met) << where << ": the trace measured a bubble of" << shares
@@ -323,7 +343,7 @@ void expect_chapter8(const std::vector<DataShape>& shapes) {
     bytes.push_back(zero_device_bytes(s.stage, s.devices, s.optimizer_floats, model, workspace));
     wires.push_back(zero_wire_bytes(s.stage, s.devices, model, workspace));
   }
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
+  for (std::size_t i = 0; i < shapes_to_run(shapes.size()); ++i) {
     const DataShape& s = shapes[i];
     std::string args = kTiny + std::to_string(kBatch) + " --devices " +
                        std::to_string(s.devices) + " --zero " + std::to_string(s.stage) +
@@ -386,7 +406,7 @@ TEST(TensorSplit, EachRanksLedgerEqualsChapter10sRun) {
   for (const TensorShape& s : kTensorShapes) {
     predicted.push_back(tensor_device_bytes(s.t, s.batch, model));
   }
-  for (std::size_t i = 0; i < std::size(kTensorShapes); ++i) {
+  for (std::size_t i = 0; i < shapes_to_run(std::size(kTensorShapes)); ++i) {
     const TensorShape& s = kTensorShapes[i];
     const ProgramRun r = run_chapter10(s);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -414,7 +434,7 @@ TEST(TensorSplit, GAndFEqualChapter10sCount) {
   for (const TensorShape& s : kTensorShapes) {
     predicted.push_back(tensor_wire_bytes(s.t, s.batch, model));
   }
-  for (std::size_t i = 0; i < std::size(kTensorShapes); ++i) {
+  for (std::size_t i = 0; i < shapes_to_run(std::size(kTensorShapes)); ++i) {
     const TensorShape& s = kTensorShapes[i];
     const ProgramRun r = run_chapter10(s);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -464,7 +484,7 @@ TEST(PipelineStages, EveryStagesLedgerEqualsChapter9sRun) {
       "SGD's moving average: one float per parameter, of the whole model",
       "one mailbox per micro-batch from each neighbour: m x (batch / m) x the cut's floats, "
       "from the cut before the stage (none on the first) and the cut after it (none on the last)"};
-  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+  for (std::size_t i = 0; i < shapes_to_run(std::size(shapes)); ++i) {
     const PipeShape& s = shapes[i];
     const ProgramRun r = run_chapter9(s);
     ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -487,7 +507,7 @@ TEST(PipelineStages, WireAcrossTheCutsEqualsChapter9sCount) {
   for (const PipeShape& s : shapes) {
     predicted.push_back(pipeline_wire_bytes(s.batch, cut_floats(s.p)));
   }
-  for (std::size_t i = 0; i < std::size(shapes); ++i) {
+  for (std::size_t i = 0; i < shapes_to_run(std::size(shapes)); ++i) {
     const PipeShape& s = shapes[i];
     const ProgramRun r = run_chapter9(s);
     ASSERT_EQ(r.exit_code, 0) << r.output;
