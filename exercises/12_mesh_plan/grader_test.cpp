@@ -254,8 +254,7 @@ TEST(Bubble, IsWhatChapter9sTraceMeasures) {
     const char* schedule;
     int p, m;
   };
-  for (const Shape s : {Shape{"gpipe", 4, 2}, Shape{"1f1b", 2, 4}, Shape{"1f1b", 3, 6},
-                        Shape{"gpipe", 2, 1}}) {
+  for (const Shape s : {Shape{"gpipe", 4, 2}, Shape{"1f1b", 2, 4}, Shape{"1f1b", 3, 6}}) {
     const double predicted = bubble_fraction(s.p, s.m);
     const std::string where = std::string(s.schedule) + " with p = " + std::to_string(s.p) +
                               " stages and m = " + std::to_string(s.m) + " micro-batches";
@@ -385,18 +384,14 @@ void expect_chapter8(const std::vector<DataShape>& shapes) {
   }
 }
 
-class ZeroStage : public ::testing::TestWithParam<int> {};
-INSTANTIATE_TEST_SUITE_P(Data, ZeroStage, ::testing::Values(0, 1, 2, 3),
-                         [](const auto& info) { return "zero" + std::to_string(info.param); });
-
-// ZeRO-s on 2 and 4 devices (Ψ = 1,068,298: 4 does not divide it).
-TEST_P(ZeroStage, LedgerAndWireEqualChapter8sRun) {
-  const int stage = GetParam();
-  expect_chapter8({{2, stage, "sgd", 1, 0}, {4, stage, "sgd", 1, 0}});
+// Every ZeRO stage on 4 devices (Ψ = 1,068,298: 4 does not divide it).
+TEST(DataDimension, EveryZeroStageOnFourDevicesEqualsChapter8sRun) {
+  expect_chapter8({{4, 0, "sgd", 1, 0}, {4, 1, "sgd", 1, 0}, {4, 2, "sgd", 1, 0},
+                   {4, 3, "sgd", 1, 0}});
 }
 
 // Other optimizers, three devices, one device, and one bucket of the whole model.
-TEST(ZeroShapes, OptimizersDevicesAndBucketsEqualChapter8sRun) {
+TEST(DataDimension, OtherDevicesOptimizersAndBucketsEqualChapter8sRun) {
   expect_chapter8({{3, 1, "adam", 3, 0}, {2, 2, "momentum", 2, 5}, {1, 3, "sgd", 1, 0}});
 }
 
@@ -405,26 +400,26 @@ TEST(ZeroShapes, OptimizersDevicesAndBucketsEqualChapter8sRun) {
 struct TensorShape {
   int t, batch;
 };
-const TensorShape kTensorShapes[] = {{2, 2}, {4, 3}};
-
-ProgramRun run_chapter10(const TensorShape& s) {
-  return towers::testing::run("10_tensor", kTiny + std::to_string(s.batch) + " --devices " +
-                                               std::to_string(s.t) + " --collectives ring");
-}
 
 std::string tensor_where(const TensorShape& s) {
   return "10_tensor over t = " + std::to_string(s.t) + " ranks, batch " + std::to_string(s.batch);
 }
 
-TEST(TensorSplit, EachRanksLedgerEqualsChapter10sRun) {
+// A rank's ledger, and g and f, each from the same run.
+TEST(TensorSplit, EachRanksLedgerAndGAndFEqualChapter10sRun) {
   const ModelSizes model = model_sizes();
-  std::vector<DeviceBytes> predicted;
-  for (const TensorShape& s : kTensorShapes) {
-    predicted.push_back(tensor_device_bytes(s.t, s.batch, model));
+  const TensorShape shapes[] = {{2, 2}, {4, 3}};
+  std::vector<DeviceBytes> bytes;
+  std::vector<TensorWire> wires;
+  for (const TensorShape& s : shapes) {
+    bytes.push_back(tensor_device_bytes(s.t, s.batch, model));
+    wires.push_back(tensor_wire_bytes(s.t, s.batch, model));
   }
-  for (std::size_t i = 0; i < shapes_to_run(std::size(kTensorShapes)); ++i) {
-    const TensorShape& s = kTensorShapes[i];
-    const ProgramRun r = run_chapter10(s);
+  for (std::size_t i = 0; i < shapes_to_run(std::size(shapes)); ++i) {
+    const TensorShape& s = shapes[i];
+    const ProgramRun r = towers::testing::run(
+        "10_tensor", kTiny + std::to_string(s.batch) + " --devices " + std::to_string(s.t) +
+                         " --collectives ring");
     ASSERT_EQ(r.exit_code, 0) << r.output;
     ASSERT_EQ(r.last("mode"), "tp") << r.output;
     for (int k = 0; k < 4; ++k) {
@@ -435,30 +430,17 @@ TEST(TensorSplit, EachRanksLedgerEqualsChapter10sRun) {
                   "floats_per_column for each of its split_columns / t columns"
                 : "one ring serves g and f, its buffer the largest chunk of the wider of the "
                   "two: f's batch x f_floats_per_image over t";
-      if (k < 3 && category(predicted[i], k) ==
+      if (k < 3 && category(bytes[i], k) ==
                        kFloatBytes * model.floats_per_column * (model.split_columns / s.t)) {
         hint = "the replicated parameters are missing: every rank keeps them whole";
       }
-      expect_same(tensor_where(s), key, category(predicted[i], k), measured_key(r, key), hint);
+      expect_same(tensor_where(s), key, category(bytes[i], k), measured_key(r, key), hint);
     }
-  }
-}
-
-TEST(TensorSplit, GAndFEqualChapter10sCount) {
-  const ModelSizes model = model_sizes();
-  std::vector<TensorWire> predicted;
-  for (const TensorShape& s : kTensorShapes) {
-    predicted.push_back(tensor_wire_bytes(s.t, s.batch, model));
-  }
-  for (std::size_t i = 0; i < shapes_to_run(std::size(kTensorShapes)); ++i) {
-    const TensorShape& s = kTensorShapes[i];
-    const ProgramRun r = run_chapter10(s);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
     const std::string hint = "g and f are ring all-reduces over the t ranks, of batch x "
                              "g_floats_per_image and batch x f_floats_per_image floats";
-    expect_same(tensor_where(s), "wire_g_bytes_per_step", predicted[i].g,
+    expect_same(tensor_where(s), "wire_g_bytes_per_step", wires[i].g,
                 measured_key(r, "wire_g_bytes_per_step"), hint);
-    expect_same(tensor_where(s), "wire_f_bytes_per_step", predicted[i].f,
+    expect_same(tensor_where(s), "wire_f_bytes_per_step", wires[i].f,
                 measured_key(r, "wire_f_bytes_per_step"), hint);
   }
 }
@@ -470,29 +452,25 @@ struct PipeShape {
   const char* schedule;
 };
 
-ProgramRun run_chapter9(const PipeShape& s) {
-  return towers::testing::run(
-      "09_pipeline", "--model cifar --backend host --steps 1 --batch-size " +
-                         std::to_string(s.batch) + " --stages " + std::to_string(s.p) +
-                         " --micro-batches " + std::to_string(s.m) + " --schedule " + s.schedule);
-}
-
 std::string pipe_where(const PipeShape& s) {
   return "09_pipeline (" + std::string(s.schedule) + ", p = " + std::to_string(s.p) + ", m = " +
          std::to_string(s.m) + ", batch " + std::to_string(s.batch) + ", cuts " +
          list(cut_floats(s.p)) + " floats per image)";
 }
 
-TEST(PipelineStages, EveryStagesLedgerEqualsChapter9sRun) {
+// Every stage's ledger, and the bytes across the cuts, each from the same run.
+TEST(PipelineStages, EveryStagesLedgerAndTheCutsEqualChapter9sRun) {
   const ModelSizes model = model_sizes();
-  const PipeShape shapes[] = {{2, 2, 8, "gpipe"}, {3, 4, 8, "1f1b"}, {4, 2, 4, "gpipe"}};
-  std::vector<std::vector<DeviceBytes>> predicted;
+  const PipeShape shapes[] = {{2, 2, 8, "gpipe"}, {3, 4, 8, "1f1b"}, {4, 1, 4, "gpipe"}};
+  std::vector<std::vector<DeviceBytes>> bytes;
+  std::vector<std::int64_t> wires;
   for (const PipeShape& s : shapes) {
     const std::vector<std::int64_t> cuts = cut_floats(s.p);
-    predicted.emplace_back();
+    bytes.emplace_back();
     for (int stage = 0; stage < s.p; ++stage) {
-      predicted.back().push_back(pipeline_stage_bytes(stage, s.batch, s.m, cuts, model));
+      bytes.back().push_back(pipeline_stage_bytes(stage, s.batch, s.m, cuts, model));
     }
+    wires.push_back(pipeline_wire_bytes(s.batch, cuts));
   }
   const char* hints[] = {
       "a stage keeps buffers of the whole model (it uses its layers' range of them)",
@@ -503,7 +481,11 @@ TEST(PipelineStages, EveryStagesLedgerEqualsChapter9sRun) {
        "last)")};
   for (std::size_t i = 0; i < shapes_to_run(std::size(shapes)); ++i) {
     const PipeShape& s = shapes[i];
-    const ProgramRun r = run_chapter9(s);
+    const ProgramRun r = towers::testing::run(
+        "09_pipeline", "--model cifar --backend host --steps 1 --batch-size " +
+                           std::to_string(s.batch) + " --stages " + std::to_string(s.p) +
+                           " --micro-batches " + std::to_string(s.m) + " --schedule " +
+                           s.schedule);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     for (int k = 0; k < 4; ++k) {
       const std::string key = std::string("peak_") + kCategories[k] + "_bytes_per_stage";
@@ -512,23 +494,10 @@ TEST(PipelineStages, EveryStagesLedgerEqualsChapter9sRun) {
       for (int stage = 0; stage < s.p; ++stage) {
         expect_same(pipe_where(s) + ", stage " + std::to_string(stage),
                     std::string("peak_") + kCategories[k] + "_bytes",
-                    category(predicted[i][stage], k), measured[stage], hints[k]);
+                    category(bytes[i][stage], k), measured[stage], hints[k]);
       }
     }
-  }
-}
-
-TEST(PipelineStages, WireAcrossTheCutsEqualsChapter9sCount) {
-  const PipeShape shapes[] = {{2, 1, 8, "gpipe"}, {4, 2, 4, "1f1b"}};
-  std::vector<std::int64_t> predicted;
-  for (const PipeShape& s : shapes) {
-    predicted.push_back(pipeline_wire_bytes(s.batch, cut_floats(s.p)));
-  }
-  for (std::size_t i = 0; i < shapes_to_run(std::size(shapes)); ++i) {
-    const PipeShape& s = shapes[i];
-    const ProgramRun r = run_chapter9(s);
-    ASSERT_EQ(r.exit_code, 0) << r.output;
-    expect_same(pipe_where(s), "wire_bytes_per_step", predicted[i],
+    expect_same(pipe_where(s), "wire_bytes_per_step", wires[i],
                 measured_key(r, "wire_bytes_per_step"),
                 "each cut carries every image's activations forward and their gradient back: "
                 "2 x batch x the cut's floats x 4 bytes");
