@@ -163,8 +163,14 @@ TEST(Chapter9Model, TheStageWithConv2SetsThePace) {
     const std::vector<double> busy = numbers(r.last("stage_busy_ms"));
     ASSERT_EQ(busy.size(), static_cast<std::size_t>(r.number("stages"))) << r.output;
     EXPECT_EQ(r.number("slowest_stage"), c.conv2_stage) << r.output;
-    const double window = r.number("trace_ms");
-    EXPECT_GT(busy[c.conv2_stage], 0.5 * window) << r.output;
+    // Busier than the other stages together: a share of their busy time, not of the
+    // step's wall time, which a loaded machine stretches with waits that are no stage's
+    // work (a hunt under load saw conv2's stage at 37 % and 45 % of the step).
+    double others = 0;
+    for (std::size_t s = 0; s < busy.size(); ++s) {
+      if (static_cast<int>(s) != c.conv2_stage) others += busy[s];
+    }
+    EXPECT_GT(busy[c.conv2_stage], others) << r.output;
     for (std::size_t s = 0; s < busy.size(); ++s) {
       EXPECT_GT(busy[s], 0.0) << "stage " << s << " ran nothing?\n" << r.output;
       if (static_cast<int>(s) != c.conv2_stage) {
