@@ -218,19 +218,29 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
-  plan.held_by_run = dims_above_one <= 1 &&
-                     (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd));
+  // 11_mesh's composed run: data x tensor, ZeRO-0, SGD (chapter11_run_test holds it).
+  const bool composed_run = c.pp == 1 && !c.hybrid && c.zero == 0 &&
+                            c.optimizer == model::Optimizer::kSgd;
+  plan.held_by_run = (dims_above_one <= 1 &&
+                      (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
+                     composed_run;
   if (c.hybrid && c.tp == 1) {
     plan.numerics_reference = "04_nccl_iterator's one tower (chapter10_test)";
   } else if (c.hybrid) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference = "chapter 4's " + std::to_string(c.tp) +
                               " towers, within chapter 10's bound (chapter10_test)";
+  } else if (c.tp > 1 && c.dp > 1) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference =
+        "05_ranks with " + std::to_string(c.dp) + " ranks (--allreduce ring), within gamma(383) "
+        "+ gamma(384/t + t - 2) of the largest update (chapter11_run_test)";
   } else if (c.tp > 1) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
         "chapter 4 on one batch, within gamma(383) + gamma(384/t + t - 2) of the largest update "
-        "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test)";
+        "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test), and "
+        "10_tensor --collectives ring bit for bit (chapter11_run_test)";
   } else if (c.pp > 1 && c.dp == 1) {
     plan.numerics_reference = "01_single_gpu --accumulate " + std::to_string(c.micro_batches) +
                               " (chapter9_model_test)";
