@@ -7,10 +7,11 @@
 // it match bit for bit. The answer is one set of formulas (src/parallel/mesh_plan.hpp),
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
-// Without --plan, `mpirun -n N 11_mesh --dp a --tp b` runs the composed mesh (pp = 1,
-// ZeRO-0, the host backend; mesh_run.hpp), one process per device, one communicator per
-// dimension, and prints the plan beside what the run measured. What is planned but not
-// run yet (a pipeline, ZeRO 1-3, momentum and Adam) is refused before the run starts.
+// Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
+// x tensor or data x pipeline, ZeRO-0, SGD, the host backend; mesh_run.hpp), one process
+// per device, one communicator per dimension, and prints the plan beside what the run
+// measured. What is planned but not run yet (a pipeline beside tensor parallelism, ZeRO
+// 1-3, momentum and Adam) is refused before the run starts.
 #include <cstdio>
 #include <string>
 
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 11: the plan of a data x tensor x pipeline mesh, before any run: peak "
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
-               "--dp a --tp b runs the composed mesh (data x tensor; pp 1, ZeRO-0, SGD, host "
-               "backend) and prints the plan beside what it measured."};
+               "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
+               "ZeRO-0, SGD, host backend) and prints the plan beside what it measured."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;

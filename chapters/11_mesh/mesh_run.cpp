@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: MIT
-// The composed run, rank by rank (mesh_run.hpp). Two kinds of rank share the loop:
+// The composed run, rank by rank (mesh_run.hpp). Three kinds of rank share the loop
+// (mesh_rank.hpp):
 //
-//   ReplicaRank (tp = 1)  chapter 5's rank: the whole model, its iterator's batch (the
-//                         replica's shard), the gradients averaged over the data ring.
-//   TensorRank  (tp > 1)  chapter 10's rank t in a process of its own: its slice, the
-//                         replica's batch, g and f over the tensor ring, then the slice's
-//                         gradients averaged over the data ring (when dp > 1).
+//   ReplicaRank (tp = 1, pp = 1)  chapter 5's rank: the whole model, its iterator's batch
+//                                 (the replica's shard), the gradients averaged over the
+//                                 data ring.
+//   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
+//                                 the replica's batch, g and f over the tensor ring, then
+//                                 the slice's gradients averaged over the data ring.
+//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp).
 //
 // Every buffer a rank allocates is in its device's memory ledger under the category the
-// plan names, and every byte a ring sends is counted where it is sent, per dimension.
+// plan names, and every byte a rank sends is counted where it is sent, per dimension.
 #include "mesh_run.hpp"
+
+#include "mesh_rank.hpp"
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -22,6 +28,7 @@
 #include "base/usage_error.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
+#include "harness/stage_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/training.hpp"
 #include "harness/training_run.hpp"
@@ -31,6 +38,7 @@
 #include "model/parameters.hpp"
 #include "mpi/mesh_ranks.hpp"
 #include "mpi/mpi_check.hpp"
+#include "mpi/rank_trace.hpp"
 #include "mpi/watchdog.hpp"
 #include "parallel/mesh_ring.hpp"
 #include "parallel/one_device_variables.hpp"
@@ -42,23 +50,6 @@
 
 namespace towers {
 namespace {
-
-// One rank of the mesh: what it enqueues per step, and what it tells the job.
-class MeshRank {
- public:
-  virtual ~MeshRank() = default;
-  /// Enqueues step `step` (global step `global_step`) on the tower's stream.
-  virtual void enqueue(int step, std::int64_t global_step) = 0;
-  /// After the step's synchronize: the loss chapter 5 or 10 would log for this replica
-  /// (a collective over the tensor communicator).
-  virtual float loss() = 0;
-  /// The job's parameters in chapter 1's flat layout into `whole` on world rank 0 (a
-  /// collective: every rank calls it; `whole` is only written on world rank 0).
-  virtual void put_together(std::vector<float>& whole) = 0;
-  /// Bytes this rank sent on the data and on the tensor dimension.
-  virtual std::uint64_t data_bytes() const = 0;
-  virtual std::uint64_t tensor_bytes() const = 0;
-};
 
 // Chapter 5's rank, its all-reduce over the data communicator.
 class ReplicaRank final : public MeshRank {
@@ -98,8 +89,10 @@ class ReplicaRank final : public MeshRank {
     vars_.params_to_host(whole.data());  // every replica's copy is the same: rank 0's
   }
 
-  std::uint64_t data_bytes() const override { return data_.bytes_sent(); }
-  std::uint64_t tensor_bytes() const override { return 0; }
+  std::uint64_t bytes_sent(int dimension) const override {
+    return dimension == 0 ? data_.bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
 
  private:
   Tower& tower_;
@@ -194,8 +187,11 @@ class TensorRank final : public MeshRank {
     }
   }
 
-  std::uint64_t data_bytes() const override { return data_ ? data_->bytes_sent() : 0; }
-  std::uint64_t tensor_bytes() const override { return tensor_->bytes_sent(); }
+  std::uint64_t bytes_sent(int dimension) const override {
+    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    return dimension == 1 ? tensor_->bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
 
  private:
   const MeshRanks& mesh_;
@@ -227,7 +223,7 @@ Measured gather_measurement(const MpiJob& job, Runtime& runtime, const MeshRank&
   for (MemoryCategory category : kCategories) {
     mine.peak[static_cast<std::size_t>(category)] = ledger.peak(category);
   }
-  mine.wire = {rank.data_bytes(), rank.tensor_bytes(), 0};
+  for (int d = 0; d < 3; ++d) mine.wire[static_cast<std::size_t>(d)] = rank.bytes_sent(d);
   MPI_CHECK(MPI_Reduce(mine.peak.data(), job_wide.peak.data(), kMemoryCategoryCount,
                        MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, job.comm()));
   MPI_CHECK(MPI_Reduce(mine.wire.data(), job_wide.wire.data(), 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
@@ -260,13 +256,43 @@ bool print_side_by_side(const MeshPlan& plan, const Measured& run) {
   return all;
 }
 
+// The pipeline's idle share in this step, read from the trace: each stage's busy time is
+// the union of its stream's spans, leaving out its waits for a neighbour's message (idle,
+// as chapter 9 counts its waits for another stage's event); the window is the job's, the
+// first span's start to the last one's end over every rank, on rank 0's clock. The mean
+// over the ranks of idle / window: chapter 9's bubble_share. Every rank calls it.
+double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, double offset_us) {
+  std::vector<TraceEvent> mine;
+  double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
+  for (TraceEvent& event : trace.collect()) {
+    if (!event.is_span() || event.device != 0 || event.stream != stream.index()) continue;
+    if (event.name.rfind("receive ", 0) == 0) continue;  // waiting for a neighbour
+    first = std::min(first, event.start_us + offset_us);
+    last = std::max(last, event.end_us + offset_us);
+    mine.push_back(std::move(event));
+  }
+  trace.clear();
+  const StageBusy busy = stage_busy(mine, {{0, stream.index()}});
+  double job_first = 0, job_last = 0;
+  MPI_CHECK(MPI_Allreduce(&first, &job_first, 1, MPI_DOUBLE, MPI_MIN, job.comm()));
+  MPI_CHECK(MPI_Allreduce(&last, &job_last, 1, MPI_DOUBLE, MPI_MAX, job.comm()));
+  const double window_ms = (job_last - job_first) / 1000.0;
+  double idle = window_ms > 0 ? 1.0 - busy.busy_ms[0] / window_ms : 0.0;
+  double sum = 0;
+  MPI_CHECK(MPI_Allreduce(&idle, &sum, 1, MPI_DOUBLE, MPI_SUM, job.comm()));
+  return sum / job.size();
+}
+
 }  // namespace
 
 std::string mesh_run_problem(const MeshConfig& c) {
-  const std::string today = "the composed run covers data x tensor today (--pp 1, --zero 0, "
-                            "--optimizer sgd, the host backend); ";
+  const std::string today = "the composed run covers data x tensor and data x pipeline today "
+                            "(--zero 0, --optimizer sgd, the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
-  if (c.pp > 1) return today + "a pipeline of --pp " + std::to_string(c.pp) + " is planned, not run" + plan;
+  if (c.pp > 1 && c.tp > 1) {
+    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
+           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
+  }
   if (c.zero > 0) return today + "--zero " + std::to_string(c.zero) + " is planned, not run" + plan;
   if (c.optimizer != model::Optimizer::kSgd) {
     return today + "--optimizer " + model::optimizer_name(c.optimizer) + " is planned, not run" + plan;
@@ -291,17 +317,24 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(flags.collective_timeout_s * 1000)));
   ops::set_host_op_threads(1);  // one compute thread per simulated device, as every chapter
   auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
-  TowerLayout layout;
-  layout.towers = 1;
-  layout.batch_size = c.batch;
-  layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
-  layout.whole_gradients = c.tp == 1;   // a tensor rank's gradients are its slice's
-  layout.replica_params = false;        // each rank owns its parameters (or its slice)
-  TowerSet set = make_towers(*runtime, layout);
   const data::Dataset train = load_training_set(flags.data_dir);
   const model::TrainingState state = fresh_state(flags.seed);
+  // A stage makes its own activations (a Network per micro-batch in flight); the others
+  // are a tower, chapter 5's or chapter 10's.
+  TowerSet set;
+  if (c.pp == 1) {
+    TowerLayout layout;
+    layout.towers = 1;
+    layout.batch_size = c.batch;
+    layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
+    layout.whole_gradients = c.tp == 1;   // a tensor rank's gradients are its slice's
+    layout.replica_params = false;        // each rank owns its parameters (or its slice)
+    set = make_towers(*runtime, layout);
+  }
   std::unique_ptr<MeshRank> rank;
-  if (c.tp == 1) {
+  if (c.pp > 1) {
+    rank = make_stage_rank(mesh, watchdog, *runtime, train, c, state, flags.seed);
+  } else if (c.tp == 1) {
     rank = std::make_unique<ReplicaRank>(mesh, watchdog, *set.towers[0], set, train, c, state,
                                          flags.seed);
   } else {
@@ -310,12 +343,20 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each; rank 0 "
               "is (data 0, pipeline 0, tensor 0)\n", job.size(), c.dp, c.tp, c.pp);
 
+  // A pipeline's bubble is read from the trace, every rank's put on rank 0's clock.
+  const bool pipeline = c.pp > 1;
+  double offset_us = 0, bubble = 0;
+  if (pipeline) {
+    offset_us = clock_offset_us(job, runtime->trace());
+    runtime->trace().set_enabled(true);
+  }
   StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
   float loss = 0;
   for (int step = 0; step < flags.steps; ++step) {
     const auto start = base::Clock::now();
     rank->enqueue(step, step);
-    set.towers[0]->stream->synchronize();
+    rank->stream().synchronize();
+    if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
     loss = rank->loss();
     // Log the last replica's loss, as chapter 5 logs its last rank's.
     MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
@@ -337,7 +378,13 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
       std::printf("saved parameters to %s\n", flags.save_params.c_str());
     });
   }
-  const bool matches = print_side_by_side(make_mesh_plan(c), measured);
+  const MeshPlan plan = make_mesh_plan(c);
+  const bool matches = print_side_by_side(plan, measured);
+  if (pipeline) {
+    std::printf("bubble, the last step's idle share read from the trace: %.3f (the plan's "
+                "(p-1)/(m+p-1) = %.3f assumes equal stages; the real model's are not)\n",
+                bubble, plan.bubble);
+  }
   for (MemoryCategory category : kCategories) {
     const unsigned long long peak = measured.peak[static_cast<std::size_t>(category)];
     if (category == MemoryCategory::kWorkspace && peak == 0) continue;  // the host has none
@@ -352,6 +399,7 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   }
   plan_summary.add("wire_bytes_per_step", static_cast<long long>(wire))
       .add("plan_matches", std::string(matches ? "yes" : "no"))
+      .add("bubble_share", bubble, 3)
       .add("steps", flags.steps)
       .add("step_ms", log.mean_step_ms(), 3)
       .add("final_loss", loss, 6)

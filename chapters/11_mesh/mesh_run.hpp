@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT
-// Chapter 11's composed run: `mpirun -n N 11_mesh --dp a --tp b` (a x b = N), one process
-// per simulated device, one communicator per mesh dimension (mpi/mesh_ranks.hpp).
+// Chapter 11's composed run: `mpirun -n N 11_mesh --dp a --tp b --pp c` (a x b x c = N),
+// one process per simulated device, one communicator per mesh dimension
+// (mpi/mesh_ranks.hpp).
 //
-// What runs today: data x tensor, pp = 1, ZeRO-0, SGD, the host backend. Each rank is
-// tensor rank t of data replica d. With t = 1 it is chapter 5's rank (its iterator reads
-// the replica's shard, the whole model, the all-reduce of the gradients); with b > 1 it
-// holds chapter 10's slice for its tensor index, its replica's batch read on the host as
-// chapter 10's ranks read theirs (the examples of chapter 5's shard d), g and f a ring
-// over the tensor communicator, and then the slice's gradients averaged over the data
-// communicator. Rank 0 prints the plan beside what the run measured: the ledger's peak
-// bytes per category of the largest device and the bytes on the wire per step per
-// dimension, gathered from every rank. Introduced in chapter 11.
+// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0, SGD, the
+// host backend. Each rank is tensor rank t of stage p of data replica d (mesh_rank.hpp).
+// With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
+// model, the all-reduce of the gradients); with tp > 1 it holds chapter 10's slice for
+// its tensor index, its replica's batch read on the host as chapter 10's ranks read
+// theirs (the examples of chapter 5's shard d), g and f a ring over the tensor
+// communicator, and then the slice's gradients averaged over the data communicator; with
+// pp > 1 it is chapter 9's stage (stage_rank.cpp), its activations and gradients messages
+// over the pipeline communicator. Rank 0 prints the plan beside what the run measured:
+// the ledger's peak bytes per category of the largest device, the bytes on the wire per
+// step per dimension, gathered from every rank, and a pipeline's bubble read from the
+// trace. Introduced in chapter 11.
 #pragma once
 
 #include <cstdint>

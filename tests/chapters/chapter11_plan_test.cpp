@@ -302,9 +302,11 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
-  // 11_mesh's composed run holds data x tensor at ZeRO-0 with SGD (chapter11_run_test);
-  // nothing runs a pipeline beside another dimension, nor Adam beside tensor parallelism.
+  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with SGD
+  // (chapter11_run_test); nothing runs a pipeline beside tensor parallelism, nor ZeRO or
+  // Adam beside another dimension.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
@@ -395,7 +397,9 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            // Without --plan, the composed run: one process here (no mpirun), and what it
            // cannot run yet is refused before it starts, saying what runs today.
            {"--dp 2", "start it with mpirun -n 2"},
-           {"--pp 2", "a pipeline of --pp 2 is planned, not run: add --plan"},
+           {"--pp 2", "start it with mpirun -n 2"},
+           {"--pp 2 --tp 2", "a pipeline beside tensor parallelism (--pp 2 with --tp 2) is "
+                             "planned, not run: add --plan"},
            {"--zero 1", "--zero 1 is planned, not run: add --plan"},
            {"--optimizer adam", "--optimizer adam is planned, not run: add --plan"},
            {"--shapes 8", "add --plan"},
@@ -417,7 +421,8 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
 TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor; pp 1, ZeRO-0, SGD, host"),
+  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; ZeRO-0, "
+                          "SGD, host backend)"),
             std::string::npos) << r.output;
 }
 

@@ -2,15 +2,16 @@
 // Chapter 11's composed run, `mpirun -n N 11_mesh --dp a --tp b`, held to the plan and to
 // the chapters it composes.
 //
-// PlanMatchesRun: for N = 1, 2 and 4 and every data x tensor mesh of N devices the plan
-// accepts, two steps at a tiny batch: every category of the largest device's memory
+// PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
+// runs today (data x tensor, data x pipeline; one with GPipe), two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
 //
 // The numerics class: tensor parallelism alone is chapter 10's 10_tensor with the ring, bit
 // for bit (the same sums in the same order, now between processes); data parallelism
-// alone is chapter 5's 05_ranks with the ring, bit for bit; both at once stay within
-// chapter 10's bound of chapter 5 (the tensor ranks cut local4's sums, as in chapter 10).
+// alone is chapter 5's 05_ranks with the ring, bit for bit; the pipeline alone chapter 9's
+// 09_pipeline --model cifar, bit for bit; data x tensor stays within chapter 10's bound of
+// chapter 5 (the tensor ranks cut local4's sums, as in chapter 10).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "chapter10_helpers.hpp"
 #include "model/parameters.hpp"
 #include "parallel/mesh_plan.hpp"
+#include "parallel/pipeline_schedule.hpp"
 #include "program.hpp"
 #include "ranks.hpp"
 
@@ -50,16 +52,24 @@ std::string mesh_args(int dp, int tp) {
 
 // --- PlanMatchesRun ---------------------------------------------------------------------
 
-struct Shape {
-  int dp, tp;
-};
-void PrintTo(const Shape& s, std::ostream* out) { *out << s.dp << "x" << s.tp; }
+// A pipeline cuts the batch of 2 into 2 micro-batches of one image.
+constexpr int kMicroBatches = 2;
 
-// Every data x tensor mesh of n devices the plan accepts (pp = 1: what runs today).
+struct Shape {
+  int dp, tp, pp;
+  const char* schedule = "1f1b";
+};
+void PrintTo(const Shape& s, std::ostream* out) {
+  *out << s.dp << "x" << s.tp << "x" << s.pp << " " << s.schedule;
+}
+
+// Every mesh of n devices the plan accepts that runs today: data x tensor (pp = 1) and
+// data x pipeline (tp = 1).
 std::vector<Shape> runnable_shapes(int n) {
   std::vector<Shape> shapes;
-  for (const MeshConfig& c : mesh_shapes(n, MeshConfig{.batch = kBatch})) {
-    if (c.pp == 1) shapes.push_back({c.dp, c.tp});
+  for (const MeshConfig& c :
+       mesh_shapes(n, MeshConfig{.micro_batches = kMicroBatches, .batch = kBatch})) {
+    if (c.pp == 1 || c.tp == 1) shapes.push_back({c.dp, c.tp, c.pp});
   }
   return shapes;
 }
@@ -69,15 +79,39 @@ std::vector<Shape> shapes_of_1_2_4() {
   for (int n : {1, 2, 4}) {
     for (const Shape& s : runnable_shapes(n)) all.push_back(s);
   }
+  // GPipe stashes every micro-batch where 1F1B stashes p - s: other activation slots.
+  all.push_back({2, 1, 2, "gpipe"});
   return all;
+}
+
+MeshConfig config_of(const Shape& s) {
+  MeshConfig c{.dp = s.dp, .tp = s.tp, .pp = s.pp, .micro_batches = s.pp > 1 ? kMicroBatches : 1,
+               .batch = kBatch};
+  c.schedule = *parse_pipeline_schedule(s.schedule);
+  return c;
+}
+
+std::string args_of(const Shape& s) {
+  std::string args = "--dp " + std::to_string(s.dp) + " --tp " + std::to_string(s.tp) +
+                     " --pp " + std::to_string(s.pp) + " ";
+  if (s.pp > 1) {
+    args += "--micro-batches " + std::to_string(kMicroBatches) + " --schedule " + s.schedule + " ";
+  }
+  return args;
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  return "dp" + std::to_string(s.dp) + "_tp" + std::to_string(s.tp) + "_pp" +
+         std::to_string(s.pp) + (s.pp > 1 ? "_" + std::string(s.schedule) : "");
 }
 
 class PlanMatchesRun : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
   const Shape s = GetParam();
-  const MeshPlan plan = make_mesh_plan(MeshConfig{.dp = s.dp, .tp = s.tp, .batch = kBatch});
-  const RankRun r = run_ranks("11_mesh", s.dp * s.tp, mesh_args(s.dp, s.tp) + kSmall);
+  const MeshPlan plan = make_mesh_plan(config_of(s));
+  const RankRun r = run_ranks("11_mesh", s.dp * s.tp * s.pp, args_of(s) + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     const auto category = static_cast<MemoryCategory>(c);
@@ -101,18 +135,27 @@ TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
   if (s.tp > 1) {
     EXPECT_GT(plan.wire_tensor, 0);
   }
+  if (s.pp > 1) {  // and the bubble was read from the trace
+    EXPECT_GT(plan.wire_pipeline, 0);
+    EXPECT_GT(r.number("bubble_share"), 0.0) << r.output;
+    EXPECT_LT(r.number("bubble_share"), 1.0) << r.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          ::testing::ValuesIn(shapes_of_1_2_4()),
-                         [](const ::testing::TestParamInfo<Shape>& info) {
-                           return "dp" + std::to_string(info.param.dp) + "_tp" +
-                                  std::to_string(info.param.tp);
-                         });
+                         shape_name);
 
-TEST(PlanMatchesRunShapes, AreEveryDataByTensorMeshOfOneTwoAndFour) {
-  // 1x1; 2x1, 1x2; 4x1, 2x2, 1x4: what the instantiation above runs.
-  EXPECT_EQ(shapes_of_1_2_4().size(), 6u);
+// Eight ranks on the CI's two cores: about 10 s a shape; `-E EightDevices` leaves them out.
+INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(runnable_shapes(8)),
+                         shape_name);
+
+TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
+  // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x1x4 and
+  // 2x1x2 with GPipe: what the first instantiation runs (1x2x2 is planned, not run).
+  EXPECT_EQ(shapes_of_1_2_4().size(), 10u);
+  // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x1x4, 1x8x1, 1x1x8.
+  EXPECT_EQ(runnable_shapes(8).size(), 7u);
 }
 
 // --- The numerics class -----------------------------------------------------------------
@@ -140,6 +183,24 @@ TEST(MeshBits, DataAloneIsChapter5sRingBitForBit) {
   ASSERT_EQ(b.exit_code, 0) << b.output;
   EXPECT_EQ(a.last("numerics"), "bit_identical");
   EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+}
+
+TEST(MeshBits, PipelineAloneIsChapter9sBitForBit) {
+  // Chapter 9's stages in one process, and so 01_single_gpu --accumulate 2 (chapter 9's
+  // tests hold that): the same sums in the same order, the messages only moved.
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const auto mesh = temp_file(std::string("pp3-") + schedule);
+    const auto ch9 = temp_file(std::string("ch9-") + schedule);
+    const std::string args = std::string("--micro-batches 2 --batch-size 4 --steps 2 --schedule ") +
+                             schedule + " --save-params ";
+    const RankRun a = run_ranks("11_mesh", 3, "--pp 3 " + args + mesh.string());
+    const ProgramRun b = run("09_pipeline", "--model cifar --backend host --devices 3 --stages 3 " +
+                                                args + ch9.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("numerics"), "bit_identical");
+    EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch9))) << schedule;
+  }
 }
 
 // Data x tensor against chapter 5 on as many replicas, one step from the same state: each
