@@ -18,7 +18,8 @@
 //                micro-batch b/m, once per stashed micro-batch on a pipeline stage), the
 //                batch's images and labels, and chapter 10's split activations.
 //   communication the ring's receive buffer (its largest chunk) on the data and tensor
-//                dimensions; chapter 9's mailboxes between neighbouring stages.
+//                dimensions (a pipeline stage's data ring averages only the range of the
+//                variables it owns); chapter 9's mailboxes between neighbouring stages.
 //   other        chapter 4's iterator slots (prefetch depth x one batch); chapter 9's
 //                batch on its first and last stage; nothing with chapter 10's shared batch.
 //   wire         bytes all devices send per step, per mesh dimension (zero_memory.hpp,
