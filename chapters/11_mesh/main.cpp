@@ -18,6 +18,7 @@
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
 #include "harness/training_run.hpp"  // add_save_params_flag
+#include "mesh_run_flags.hpp"
 #include "model/optimizer.hpp"
 #include "parallel/buckets.hpp"  // kMaxBucketMb
 #include "parallel/mesh_plan.hpp"
@@ -89,6 +90,7 @@ void print_plan(const MeshPlan& plan) {
                             "these numbers compose the 1-D forms");
 }
 
+#if TOWERS_MESH_RUN
 // Whether the command line asks for the plan alone. Decided before the flags are parsed:
 // the plan is one process, the run a job of ranks that starts MPI first.
 bool asks_for_plan(int argc, char** argv) {
@@ -98,6 +100,7 @@ bool asks_for_plan(int argc, char** argv) {
   }
   return false;
 }
+#endif
 
 // The plan's summary keys (the run adds what it measured to them).
 Summary plan_summary(const MeshPlan& plan) {

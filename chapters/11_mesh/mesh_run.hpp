@@ -17,24 +17,14 @@
 // trace. Introduced in chapter 11.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "cli/summary.hpp"
+#include "mesh_run_flags.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/mesh_plan.hpp"
 
 namespace towers {
-
-/// The composed run's own flags, beside the mesh's (MeshConfig).
-struct MeshRunFlags {
-  int steps = 2;                  ///< --steps
-  int log_every = 1;              ///< --log-every
-  std::uint64_t seed = 1;         ///< --seed
-  std::string data_dir;           ///< --data-dir; empty: the embedded synthetic set
-  std::string save_params;        ///< --save-params: the job's parameters, put together
-  double collective_timeout_s = 30;  ///< --collective-timeout
-};
 
 /// What the composed run cannot run yet, as a sentence that says what runs today and that
 /// --plan prints the prediction; "" when `config` runs. The same on every rank.

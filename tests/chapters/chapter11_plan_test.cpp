@@ -394,6 +394,7 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
     const char* says;
   };
   for (const Refused& c : std::vector<Refused>{
+#if TOWERS_TEST_RANKS
            // Without --plan, the composed run: one process here (no mpirun), and what it
            // cannot run yet is refused before it starts, saying what runs today.
            {"--dp 2", "start it with mpirun -n 2"},
@@ -402,6 +403,10 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
                              "planned, not run: add --plan"},
            {"--zero 1", "--zero 1 is planned, not run: add --plan"},
            {"--optimizer adam", "--optimizer adam is planned, not run: add --plan"},
+#else
+           // A build without MPI has no composed run: only --plan.
+           {"--dp 2", "this build has no MPI"},
+#endif
            {"--shapes 8", "add --plan"},
            {"--tp 5", "--tp 5 does not divide"},
            {"--plan --tp 5", "--tp 5 does not divide"},
