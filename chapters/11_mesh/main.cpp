@@ -6,17 +6,28 @@
 // cross each dimension of the mesh per step; how large is the bubble; and which run must
 // it match bit for bit. The answer is one set of formulas (src/parallel/mesh_plan.hpp),
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
-// by tests/chapters/chapter11_plan_test.cpp. The composed run under mpirun is not
-// written yet: this program prints the plan (--plan), and refuses to pretend to run.
+// by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
+// Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
+// x tensor or data x pipeline, ZeRO-0, SGD, the host backend; mesh_run.hpp), one process
+// per device, one communicator per dimension, and prints the plan beside what the run
+// measured. What is planned but not run yet (a pipeline beside tensor parallelism, ZeRO
+// 1-3, momentum and Adam) is refused before the run starts.
 #include <cstdio>
 #include <string>
 
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "harness/training_run.hpp"  // add_save_params_flag
+#include "mesh_run_flags.hpp"
 #include "model/optimizer.hpp"
 #include "parallel/buckets.hpp"  // kMaxBucketMb
 #include "parallel/mesh_plan.hpp"
 #include "parallel/zero_memory.hpp"
+
+#if TOWERS_MESH_RUN
+#include "harness/rank_program.hpp"
+#include "mesh_run.hpp"
+#endif
 
 using namespace towers;
 
@@ -72,10 +83,55 @@ void print_plan(const MeshPlan& plan) {
               plan.numerics == NumericsClass::kBitIdentical ? "bit-identical to" : "within a bound of",
               plan.numerics_reference.c_str());
   std::printf("%s\n", plan.held_by_run
-                          ? "held to a run: this 1-D mesh is a chapter that exists, and "
-                            "chapter11_plan_test compares every category with it"
-                          : "not held to a run yet: a mesh with two dimensions above 1 has no "
-                            "program; these numbers compose the 1-D forms");
+                          ? "held to a run: a program runs this mesh (a chapter, or 11_mesh's "
+                            "composed run), and chapter 11's tests compare every category with it"
+                          : "not held to a run yet: no program runs this mesh (a pipeline with "
+                            "another dimension, or ZeRO/momentum/Adam beside tensor parallelism); "
+                            "these numbers compose the 1-D forms");
+}
+
+#if TOWERS_MESH_RUN
+// Whether the command line asks for the plan alone. Decided before the flags are parsed:
+// the plan is one process, the run a job of ranks that starts MPI first.
+bool asks_for_plan(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--plan" || arg.rfind("--plan=", 0) == 0) return true;
+  }
+  return false;
+}
+#endif
+
+// The plan's summary keys (the run adds what it measured to them).
+Summary plan_summary(const MeshPlan& plan) {
+  const MeshConfig& config = plan.config;
+  Summary summary;
+  summary.add("mesh", shape_name(config))
+      .add("devices", config.devices())
+      .add("dp", config.dp)
+      .add("tp", config.tp)
+      .add("pp", config.pp)
+      .add("tensor_mode", std::string(config.hybrid ? "hybrid" : "tp"))
+      .add("zero", config.zero)
+      .add("optimizer", std::string(model::optimizer_name(config.optimizer)))
+      .add("schedule", to_string(config.schedule))
+      .add("micro_batches", config.micro_batches)
+      .add("batch_size", config.batch);
+  for (MemoryCategory category : kShown) {
+    summary.add("plan_" + std::string(category_name(category)) + "_bytes",
+                static_cast<long long>(bytes_of(plan.device, category)));
+  }
+  summary.add("plan_sum_bytes", static_cast<long long>(sum_of(plan.device)))
+      .add("plan_wire_data_bytes_per_step", static_cast<long long>(plan.wire_data))
+      .add("plan_wire_tensor_bytes_per_step", static_cast<long long>(plan.wire_tensor))
+      .add("plan_wire_pipeline_bytes_per_step", static_cast<long long>(plan.wire_pipeline))
+      .add("plan_wire_bytes_per_step", static_cast<long long>(plan.total_wire()))
+      .add("plan_bubble", plan.bubble, 3)
+      .add("numerics", std::string(plan.numerics == NumericsClass::kBitIdentical
+                                       ? "bit_identical"
+                                       : "within_bound"))
+      .add("held_by_run", std::string(plan.held_by_run ? "yes" : "no"));
+  return summary;
 }
 
 }  // namespace
@@ -83,15 +139,16 @@ void print_plan(const MeshPlan& plan) {
 int main(int argc, char** argv) {
   CLI::App app{"Chapter 11: the plan of a data x tensor x pipeline mesh, before any run: peak "
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
-               "the bubble and the numerics class. Only --plan exists so far; the composed run "
-               "(mpirun -n N 11_mesh) is not written yet."};
+               "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
+               "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
+               "ZeRO-0, SGD, host backend) and prints the plan beside what it measured."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;
   std::string schedule_name = "1f1b";
   std::string optimizer_name = "sgd";
-  app.add_flag("--plan", plan_only,
-               "print the plan without running (required: the run itself is not written yet)");
+  MeshRunFlags run_flags;
+  app.add_flag("--plan", plan_only, "print the plan without running");
   app.add_option("--dp", config.dp, "data-parallel degree: replicas, each its own batch")
       ->capture_default_str()->check(whole_number(1, 4096, "replicas"));
   app.add_option("--tp", config.tp,
@@ -127,13 +184,59 @@ int main(int argc, char** argv) {
                  "the other flags (the mesh's own --dp, --tp, --pp are then not used)")
       ->check(whole_number(1, 4096, "devices"));
 
-  return run_program(app, argc, argv, [&] {
-    if (!plan_only) {
-      throw UsageError("chapter 11's composed run (mpirun -n N 11_mesh) is not written yet; add "
-                       "--plan to print what such a run will hold and send");
-    }
+  const std::string run_group = "The composed run (without --plan)";
+  app.add_option("--steps", run_flags.steps, "training steps of the composed run")
+      ->capture_default_str()->check(whole_number(1, 100000000))->group(run_group);
+  app.add_option("--log-every", run_flags.log_every, "print the tutorial's log line every N steps")
+      ->capture_default_str()->check(whole_number(1, 100000000))->group(run_group);
+  app.add_option("--seed", run_flags.seed, "seed of initialization, shuffling and distortions")
+      ->capture_default_str()->check(unsigned_64())->group(run_group);
+  app.add_option("--data-dir", run_flags.data_dir,
+                 "folder with CIFAR-10 binary files; default: the embedded synthetic set")
+      ->group(run_group);
+  add_save_params_flag(app, run_flags.save_params, " (rank 0 writes the slices put together)");
+  app.get_option("--save-params")->group(run_group);
+  app.add_option("--collective-timeout", run_flags.collective_timeout_s,
+                 "seconds any one collective may wait for the other ranks before the job ends")
+      ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"))
+      ->group(run_group);
+
+  // What both the plan and the run check first: the flags name a mesh the plan accepts.
+  auto settle = [&] {
     config.schedule = *parse_pipeline_schedule(schedule_name);
     config.optimizer = model::parse_optimizer(optimizer_name);
+    if (shapes_of > 0 && !plan_only) {
+      throw UsageError("--shapes N lists the plans of every mesh of N devices; add --plan");
+    }
+    if (shapes_of > 0) return;
+    if (const std::string problem = mesh_problem(config); !problem.empty()) {
+      throw UsageError(problem);
+    }
+  };
+
+#if TOWERS_MESH_RUN
+  if (!asks_for_plan(argc, argv)) {
+    return run_rank_program(app, argc, argv, [&](MpiJob& job) {
+      settle();
+      if (const std::string problem = mesh_run_problem(config); !problem.empty()) {
+        throw UsageError(problem);
+      }
+      check_mesh_job(config, job);
+      const MeshPlan plan = make_mesh_plan(config);
+      print_plan(plan);
+      Summary summary = plan_summary(plan);
+      summary.add("measured", std::string("yes"));
+      return run_mesh(job, config, run_flags, summary);
+    });
+  }
+#endif
+  return run_program(app, argc, argv, [&] {
+    settle();
+    if (!plan_only) {
+      throw UsageError("this build has no MPI, so chapter 11's composed run (mpirun -n N "
+                       "11_mesh) is not built; add --plan to print what such a run will hold "
+                       "and send");
+    }
     if (shapes_of > 0) {
       if (app.count("--dp") + app.count("--tp") + app.count("--pp") > 0) {
         throw UsageError("--shapes N plans every mesh of N devices; drop --dp, --tp and --pp");
@@ -155,37 +258,9 @@ int main(int argc, char** argv) {
       Summary().add("devices", shapes_of).add("shapes", static_cast<int>(shapes.size())).print();
       return 0;
     }
-    if (const std::string problem = mesh_problem(config); !problem.empty()) {
-      throw UsageError(problem);
-    }
     const MeshPlan plan = make_mesh_plan(config);
     print_plan(plan);
-    Summary summary;
-    summary.add("mesh", shape_name(config))
-        .add("devices", config.devices())
-        .add("dp", config.dp)
-        .add("tp", config.tp)
-        .add("pp", config.pp)
-        .add("tensor_mode", std::string(config.hybrid ? "hybrid" : "tp"))
-        .add("zero", config.zero)
-        .add("optimizer", std::string(model::optimizer_name(config.optimizer)))
-        .add("schedule", to_string(config.schedule))
-        .add("micro_batches", config.micro_batches)
-        .add("batch_size", config.batch);
-    for (MemoryCategory category : kShown) {
-      summary.add("plan_" + std::string(category_name(category)) + "_bytes",
-                  static_cast<long long>(bytes_of(plan.device, category)));
-    }
-    summary.add("plan_sum_bytes", static_cast<long long>(sum_of(plan.device)))
-        .add("plan_wire_data_bytes_per_step", static_cast<long long>(plan.wire_data))
-        .add("plan_wire_tensor_bytes_per_step", static_cast<long long>(plan.wire_tensor))
-        .add("plan_wire_pipeline_bytes_per_step", static_cast<long long>(plan.wire_pipeline))
-        .add("plan_wire_bytes_per_step", static_cast<long long>(plan.total_wire()))
-        .add("plan_bubble", plan.bubble, 3)
-        .add("numerics", std::string(plan.numerics == NumericsClass::kBitIdentical
-                                         ? "bit_identical"
-                                         : "within_bound"))
-        .add("held_by_run", std::string(plan.held_by_run ? "yes" : "no"))
+    plan_summary(plan)
         .add("measured", std::string("no"))
         .print();
     return 0;

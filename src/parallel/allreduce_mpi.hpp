@@ -27,12 +27,14 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "mpi/mpi_job.hpp"
 #include "mpi/watchdog.hpp"
+#include "parallel/allreduce.hpp"  // Reduction
 #include "runtime/runtime.hpp"
 
 namespace towers {
@@ -61,8 +63,11 @@ void mpi_average(float* data, std::size_t count, MPI_Comm comm);
 /// Chapter 4's ring all-reduce between the ranks of `comm`, over MPI_Sendrecv, in place:
 /// reduce-scatter then all-gather, chunks as ring_chunk() cuts them, rank r receiving from
 /// rank r-1 and sending to r+1. `receive` holds at least ring_chunk(count, ranks, 0).size
-/// floats. Bit-identical to make_ring_allreduce() with one tower per rank.
-void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm);
+/// floats. Bit-identical to make_ring_allreduce() with one tower per rank (and the same
+/// `reduction`: Reduction::kSum leaves the sum, chapter 11's tensor ranks). Returns the
+/// bytes this rank sent: over the ranks, 2(n-1) x count floats in all.
+std::uint64_t ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm,
+                                    Reduction reduction = Reduction::kMean);
 
 /// Makes the all-reduce `choice` names for this rank, whose tower runs on `device`, for
 /// up to `max_count` floats. Throws UsageError, saying what to use instead, for mpi or ring

@@ -16,7 +16,11 @@
 //
 // Same chunks (ring_chunk), same adds in the same order (host::axpy), same scale
 // (host::scal): the bits are chapter 4's. Each rank sends 2(n-1) messages of count/n floats.
+// With Reduction::kSum the owned chunk is not scaled (chapter 11's tensor ranks add their
+// partial products, as chapter 10's in-process ring does); the bytes this rank sent are
+// returned, counted where they are sent (chapter 11's wire per mesh dimension).
 #include <climits>
+#include <cstdint>
 #include <stdexcept>
 
 #include "kernels/host/blas.hpp"
@@ -32,14 +36,16 @@ int wrap(int index, int n) { return ((index % n) + n) % n; }
 }  // namespace
 
 // docs-begin: ring-sendrecv
-void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm) {
+std::uint64_t ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm,
+                                    Reduction reduction) {
   if (count > static_cast<std::size_t>(INT_MAX)) {
     throw std::invalid_argument("ring_average_sendrecv: more than INT_MAX floats in one message");
   }
   int n = 1, r = 0;
   MPI_CHECK(MPI_Comm_size(comm, &n));
   MPI_CHECK(MPI_Comm_rank(comm, &r));
-  if (n == 1 || count == 0) return;  // the mean of one buffer, or of nothing, is itself
+  if (n == 1 || count == 0) return 0;  // the mean of one buffer, or of nothing, is itself
+  std::uint64_t sent = 0;
   const int left = wrap(r - 1, n), right = wrap(r + 1, n);
   auto size = [](const Chunk& c) { return static_cast<int>(c.size); };
 
@@ -48,10 +54,13 @@ void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_C
     const Chunk in = ring_chunk(count, n, wrap(r - 1 - s, n));
     MPI_CHECK(MPI_Sendrecv(data + out.offset, size(out), MPI_FLOAT, right, s,  //
                            receive, size(in), MPI_FLOAT, left, s, comm, MPI_STATUS_IGNORE));
+    sent += out.size * sizeof(float);
     if (in.size > 0) host::axpy(size(in), 1.0f, receive, data + in.offset);
   }
   const Chunk owned = ring_chunk(count, n, wrap(r + 1, n));  // now the sum over all ranks
-  if (owned.size > 0) host::scal(size(owned), 1.0f / static_cast<float>(n), data + owned.offset);
+  if (owned.size > 0 && reduction == Reduction::kMean) {
+    host::scal(size(owned), 1.0f / static_cast<float>(n), data + owned.offset);
+  }
 
   for (int t = 0; t < n - 1; ++t) {  // all-gather
     const Chunk out = ring_chunk(count, n, wrap(r + 1 - t, n));
@@ -59,7 +68,9 @@ void ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_C
     MPI_CHECK(MPI_Sendrecv(data + out.offset, size(out), MPI_FLOAT, right, n + t,  //
                            data + in.offset, size(in), MPI_FLOAT, left, n + t, comm,
                            MPI_STATUS_IGNORE));
+    sent += out.size * sizeof(float);
   }
+  return sent;
 }
 // docs-end: ring-sendrecv
 

@@ -41,6 +41,21 @@ std::int64_t largest_bucket(double bucket_mb) {
   return static_cast<std::int64_t>(largest);
 }
 
+// Floats of the variables stage `layers` owns and updates, of one tensor rank's slice:
+// chapter 9's range of the flat buffer, with local3's and local4's split parameters
+// divided by t. What the data dimension averages for a stage.
+std::int64_t stage_state_floats(const StageLayers& layers, int t) {
+  const ParameterRange range = stage_parameters(layers);
+  auto count = static_cast<std::int64_t>(range.count);
+  for (const char* name : {"local3/weights", "local3/biases", "local4/weights"}) {
+    const model::ParameterView& split = model::parameter(name);
+    if (split.offset >= range.offset && split.offset < range.offset + range.count) {
+      count -= static_cast<std::int64_t>(split.count) - static_cast<std::int64_t>(split.count) / t;
+    }
+  }
+  return count;
+}
+
 std::int64_t& at(CategoryBytes& bytes, MemoryCategory category) {
   return bytes[static_cast<std::size_t>(category)];
 }
@@ -98,7 +113,9 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
     communication = largest_chunk(kReplicatedParameters, c.tp) +
                     largest_chunk(std::int64_t{c.tp} * c.batch * kTensorInputWidth, c.tp);
   } else {
-    if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(p, c.dp);
+    // A stage averages only the range it owns (chapter 11's composed run, stage_rank.cpp).
+    const std::int64_t averaged = pipeline ? stage_state_floats(split[s], c.tp) : p;
+    if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(averaged, c.dp);
     if (c.tp > 1) communication += largest_chunk(micro * kTensorInputWidth, c.tp);
   }
   if (pipeline && s > 0) {
@@ -198,11 +215,19 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
 
   // Bytes on the wire per step, all devices, per dimension.
   const std::int64_t p = tensor_slice_floats(c.tp);
-  // Data: one ring (or ZeRO's halves and gathers) per tensor rank and stage.
-  plan.wire_data = std::llround(zero_wire_bytes_per_step(
-                       c.zero, static_cast<double>(p), c.dp, kFloat,
-                       static_cast<double>(LayerGather::backward_elements()))) *
-                   c.tp * c.pp;
+  // Data: one ring (or ZeRO's halves and gathers) per tensor rank, of the whole slice; a
+  // pipeline stage's ring averages only the range of the variables it owns.
+  const auto backward = static_cast<double>(LayerGather::backward_elements());
+  if (c.pp == 1) {
+    plan.wire_data =
+        std::llround(zero_wire_bytes_per_step(c.zero, static_cast<double>(p), c.dp, kFloat, backward)) *
+        c.tp;
+  } else {
+    for (int s = 0; s < c.pp; ++s) {
+      const auto owned = static_cast<double>(stage_state_floats(split[s], c.tp));
+      plan.wire_data += std::llround(zero_wire_bytes_per_step(c.zero, owned, c.dp, kFloat, backward)) * c.tp;
+    }
+  }
   // Tensor: g and f over every image of the batch, one group per data replica.
   plan.wire_tensor = kFloat * (c.hybrid ? hybrid_wire_floats(c.tp, c.batch)
                                         : tensor_wire_floats(c.tp, c.batch) * c.dp);
@@ -218,19 +243,30 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
-  plan.held_by_run = dims_above_one <= 1 &&
-                     (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd));
+  // 11_mesh's composed run: data x tensor or data x pipeline, ZeRO-0, SGD
+  // (chapter11_run_test holds it).
+  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid && c.zero == 0 &&
+                            c.optimizer == model::Optimizer::kSgd;
+  plan.held_by_run = (dims_above_one <= 1 &&
+                      (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
+                     composed_run;
   if (c.hybrid && c.tp == 1) {
     plan.numerics_reference = "04_nccl_iterator's one tower (chapter10_test)";
   } else if (c.hybrid) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference = "chapter 4's " + std::to_string(c.tp) +
                               " towers, within chapter 10's bound (chapter10_test)";
+  } else if (c.tp > 1 && c.dp > 1) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference =
+        "05_ranks with " + std::to_string(c.dp) + " ranks (--allreduce ring), within gamma(383) "
+        "+ gamma(384/t + t - 2) of the largest update (chapter11_run_test)";
   } else if (c.tp > 1) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
         "chapter 4 on one batch, within gamma(383) + gamma(384/t + t - 2) of the largest update "
-        "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test)";
+        "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test), and "
+        "10_tensor --collectives ring bit for bit (chapter11_run_test)";
   } else if (c.pp > 1 && c.dp == 1) {
     plan.numerics_reference = "01_single_gpu --accumulate " + std::to_string(c.micro_batches) +
                               " (chapter9_model_test)";

@@ -18,7 +18,8 @@
 //                micro-batch b/m, once per stashed micro-batch on a pipeline stage), the
 //                batch's images and labels, and chapter 10's split activations.
 //   communication the ring's receive buffer (its largest chunk) on the data and tensor
-//                dimensions; chapter 9's mailboxes between neighbouring stages.
+//                dimensions (a pipeline stage's data ring averages only the range of the
+//                variables it owns); chapter 9's mailboxes between neighbouring stages.
 //   other        chapter 4's iterator slots (prefetch depth x one batch); chapter 9's
 //                batch on its first and last stage; nothing with chapter 10's shared batch.
 //   wire         bytes all devices send per step, per mesh dimension (zero_memory.hpp,
@@ -26,7 +27,9 @@
 //   bubble       (p-1)/(m+p-1), chapter 9's ideal_bubble_fraction.
 //
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
-// the plan to its run category by category. A mesh with two or more dimensions above 1
+// the plan to its run category by category. A mesh of data x tensor (ZeRO-0, SGD) runs as
+// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A
+// pipeline beside another dimension, or ZeRO, momentum or Adam beside tensor parallelism,
 // has no run yet: its plan composes the same forms, and `held_by_run` says so.
 #pragma once
 
@@ -94,7 +97,9 @@ struct MeshPlan {
   /// How its bits compare with `numerics_reference`.
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
-  bool held_by_run = false;        ///< a 1-D mesh: a chapter's run exists to compare with
+  /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10)
+  /// or data x tensor at ZeRO-0 with SGD (11_mesh's composed run).
+  bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }
 };

@@ -107,13 +107,17 @@ void TensorSliceLayout::put(const float* slice, float* whole, bool replicated) c
 }
 
 TensorSlices::TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams)
+    : TensorSlices(devices, std::move(streams), static_cast<int>(devices.size()), 0) {}
+
+TensorSlices::TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams,
+                           int group_ranks, int first_rank)
     : streams_(std::move(streams)) {
   const int ranks = static_cast<int>(devices.size());
   if (ranks == 0 || streams_.size() != devices.size()) {
     throw std::invalid_argument("TensorSlices: needs one stream per device, at least one");
   }
   for (int r = 0; r < ranks; ++r) {
-    layouts_.emplace_back(ranks, r);
+    layouts_.emplace_back(group_ranks, first_rank + r);
     const std::size_t bytes = layouts_.back().size() * sizeof(float);
     Device& device = *devices[static_cast<std::size_t>(r)];
     params_.push_back(device.allocate(bytes, MemoryCategory::kParameters));

@@ -97,6 +97,11 @@ class TensorSlices : public Placement {
   /// (kGradients) and of moving averages (kOptimizerState): the memory ledger shows each
   /// rank's share. Several ranks may share a device.
   TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams);
+  /// Some ranks of a tensor group of `group_ranks`, the others in other processes
+  /// (chapter 11's mesh): devices[i] holds the slice of rank first_rank + i. Throws
+  /// std::invalid_argument as TensorSliceLayout for ranks outside the group.
+  TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams, int group_ranks,
+               int first_rank);
 
   /// How many ranks.
   int ranks() const { return static_cast<int>(layouts_.size()); }

@@ -82,39 +82,9 @@ std::size_t TensorSplit::activation_floats(TensorMode mode, int ranks, int batch
 TensorSplit::TensorSplit(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
                          TensorSlices& slices, TensorMode mode, const std::string& collectives)
     : mode_(mode), slices_(slices) {
-  const int n = static_cast<int>(towers.size());
-  if (n != slices.ranks()) {
-    throw std::invalid_argument("TensorSplit: " + std::to_string(n) + " towers but " +
-                                std::to_string(slices.ranks()) + " slices");
-  }
-  batch_ = towers.front()->batch_size();
-  rows_ = mode == TensorMode::kHybrid ? n * batch_ : batch_;
+  make_ranks(towers, slices);
   std::vector<int> device_of_rank;
-  for (int r = 0; r < n; ++r) {
-    Tower& tower = *towers[static_cast<std::size_t>(r)];
-    towers_.push_back(&tower);
-    streams_.push_back(tower.stream.get());
-    device_of_rank.push_back(tower.device->index());
-    auto rank = std::make_unique<Rank>(tower, slices.layout(r));
-    Device& device = *tower.device;
-    const auto rows = static_cast<std::size_t>(rows_);
-    rank->h = floats(device, rows * rank->columns);
-    rank->dh = floats(device, rows * rank->columns);
-    rank->ones = floats(device, rows);
-    if (mode == TensorMode::kHybrid) {
-      rank->gathered = floats(device, rows * kIn3);
-      rank->gathered_grad = floats(device, rows * kIn3);
-      rank->sums = floats(device, rows * kOut4);
-      rank->sums_grad = floats(device, rows * kOut4);
-    }
-    rank->decay = floats(device, 1);
-    rank->scratch = floats(device, 1);
-    rank->host_decay = device.allocate_pinned(sizeof(float));
-    // Bias gradients are column sums, products with a vector of ones (as Network's).
-    ops::fill(rank->stream(), rows_, 1.0f, rank->ones.as<float>());
-    rank->stream().synchronize();
-    ranks_.push_back(std::move(rank));
-  }
+  for (Tower* tower : towers_) device_of_rank.push_back(tower->device->index());
 
   // The collectives: NCCL's, or the ring (which counts every byte it moves between devices).
   const bool want_nccl =
@@ -152,6 +122,47 @@ TensorSplit::TensorSplit(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& 
       mean_ = make_ring_allreduce(runtime, device_of_rank, replicated, &wire_, Reduction::kMean);
     }
     collectives_name_ = "ring";
+  }
+}
+
+TensorSplit::TensorSplit(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices,
+                         std::unique_ptr<AllReduce> sum, const std::string& collectives_name)
+    : mode_(TensorMode::kTensorParallel), slices_(slices), collectives_name_(collectives_name),
+      sum_(std::move(sum)) {
+  make_ranks(towers, slices);
+}
+
+void TensorSplit::make_ranks(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices) {
+  const int n = static_cast<int>(towers.size());
+  if (n != slices.ranks()) {
+    throw std::invalid_argument("TensorSplit: " + std::to_string(n) + " towers but " +
+                                std::to_string(slices.ranks()) + " slices");
+  }
+  batch_ = towers.front()->batch_size();
+  rows_ = mode_ == TensorMode::kHybrid ? n * batch_ : batch_;
+  for (int r = 0; r < n; ++r) {
+    Tower& tower = *towers[static_cast<std::size_t>(r)];
+    towers_.push_back(&tower);
+    streams_.push_back(tower.stream.get());
+    auto rank = std::make_unique<Rank>(tower, slices.layout(r));
+    Device& device = *tower.device;
+    const auto rows = static_cast<std::size_t>(rows_);
+    rank->h = floats(device, rows * rank->columns);
+    rank->dh = floats(device, rows * rank->columns);
+    rank->ones = floats(device, rows);
+    if (mode_ == TensorMode::kHybrid) {
+      rank->gathered = floats(device, rows * kIn3);
+      rank->gathered_grad = floats(device, rows * kIn3);
+      rank->sums = floats(device, rows * kOut4);
+      rank->sums_grad = floats(device, rows * kOut4);
+    }
+    rank->decay = floats(device, 1);
+    rank->scratch = floats(device, 1);
+    rank->host_decay = device.allocate_pinned(sizeof(float));
+    // Bias gradients are column sums, products with a vector of ones (as Network's).
+    ops::fill(rank->stream(), rows_, 1.0f, rank->ones.as<float>());
+    rank->stream().synchronize();
+    ranks_.push_back(std::move(rank));
   }
 }
 
@@ -400,6 +411,10 @@ void TensorSplit::update(int r, float learning_rate, float decay) {
   const int count = static_cast<int>(rank.layout.size());
   ops::sgd_update(s, count, learning_rate, slices_.grads(r), slices_.params(r));
   ops::ema_update(s, count, decay, slices_.params(r), slices_.averages(r));
+}
+
+float TensorSplit::shard_decay(int r) const {
+  return ranks_[static_cast<std::size_t>(r)]->host_decay.as<float>()[0];
 }
 
 float TensorSplit::loss() const {

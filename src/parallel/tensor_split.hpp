@@ -87,6 +87,12 @@ class TensorSplit {
   /// `slices` must outlive this object.
   TensorSplit(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
               TensorSlices& slices, TensorMode mode, const std::string& collectives);
+  /// Tensor parallel, the ranks in processes of their own (chapter 11's mesh): `towers`
+  /// and `slices` hold this process's ranks (one, in a composed run), and `sum` (made
+  /// with Reduction::kSum) joins them with the others' in g and f, on these ranks' streams.
+  /// The bytes it moves are its own to count: wire_bytes() stays 0. Allocates as above.
+  TensorSplit(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices,
+              std::unique_ptr<AllReduce> sum, const std::string& collectives_name);
   ~TensorSplit();
 
   /// Which split.
@@ -150,6 +156,9 @@ class TensorSplit {
   /// After the step's synchronize: the loss as chapter 4 logs it, the last rank's
   /// cross-entropy plus the decay of every rank's shards, added in rank order.
   float loss() const;
+  /// After the step's synchronize: the weight decay of rank r's shards of local3's and
+  /// local4's weights (the term loss() adds for each rank, in rank order).
+  float shard_decay(int r) const;
   /// Bytes `collective` has copied between devices so far (ring only; 0 with NCCL, whose
   /// copies are not seen).
   std::uint64_t wire_bytes(TensorCollective collective) const {
@@ -163,6 +172,8 @@ class TensorSplit {
   // Runs `call` with every rank's stream scoped as `collective`, and counts its bytes.
   template <typename Call>
   void collective(TensorCollective which, const Call& call);
+  // Each rank's activations of the split layers, and its streams.
+  void make_ranks(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices);
 
   TensorMode mode_;
   int batch_ = 0, rows_ = 0;

@@ -98,6 +98,34 @@ TEST(RingOverSendrecv, MatchesChapter4sRingBitForBit) {
   EXPECT_NE(other_order, in_process) << "inputs too tame to tell orders of sums apart";
 }
 
+// Chapter 11's tensor ranks: the ring's sum (Reduction::kSum, no scale), the same bits as
+// chapter 10's in-process ring that sums, and the bytes each rank says it sent adding up
+// to the ring's 2(n-1) x count floats over the job.
+TEST(RingOverSendrecv, SumsAsChapter10sRingAndCountsItsBytes) {
+  const int n = ranks();
+  const std::size_t count = 10007;
+  std::vector<float> mine = rank_input(rank(), count);
+  std::vector<float> receive(ring_chunk(count, n, 0).size);
+  const std::uint64_t sent =
+      ring_average_sendrecv(mine.data(), count, receive.data(), MPI_COMM_WORLD, Reduction::kSum);
+
+  auto runtime = Runtime::create({BackendChoice::kHost, n});
+  auto ring = make_ring_allreduce(*runtime, testing::round_robin(n, n), count, nullptr,
+                                  Reduction::kSum);
+  testing::TowerBuffers towers(*runtime, testing::round_robin(n, n), count);
+  std::vector<std::vector<float>> inputs;  // kept: the copies read them when they run
+  for (int r = 0; r < n; ++r) {
+    inputs.push_back(rank_input(r, count));
+    towers.stream(r).copy(towers.buffers()[r], inputs.back().data(), count * sizeof(float), "in");
+  }
+  ring->average(towers.buffers(), count, towers.streams());
+  EXPECT_EQ(mine, towers.download()[rank()]) << "rank " << rank();
+
+  unsigned long long job_sent = 0, mine_sent = sent;
+  MPI_Allreduce(&mine_sent, &job_sent, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(job_sent, 2ull * (n - 1) * count * sizeof(float));
+}
+
 }  // namespace
 }  // namespace towers
 

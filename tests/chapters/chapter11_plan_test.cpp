@@ -302,7 +302,14 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
+  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with SGD
+  // (chapter11_run_test); nothing runs a pipeline beside tensor parallelism, nor ZeRO or
+  // Adam beside another dimension.
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
+  EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
   EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
 }
 
@@ -387,7 +394,21 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
     const char* says;
   };
   for (const Refused& c : std::vector<Refused>{
-           {"--dp 2", "not written yet; add --plan"},
+#if TOWERS_TEST_RANKS
+           // Without --plan, the composed run: one process here (no mpirun), and what it
+           // cannot run yet is refused before it starts, saying what runs today.
+           {"--dp 2", "start it with mpirun -n 2"},
+           {"--pp 2", "start it with mpirun -n 2"},
+           {"--pp 2 --tp 2", "a pipeline beside tensor parallelism (--pp 2 with --tp 2) is "
+                             "planned, not run: add --plan"},
+           {"--zero 1", "--zero 1 is planned, not run: add --plan"},
+           {"--optimizer adam", "--optimizer adam is planned, not run: add --plan"},
+#else
+           // A build without MPI has no composed run: only --plan.
+           {"--dp 2", "this build has no MPI"},
+#endif
+           {"--shapes 8", "add --plan"},
+           {"--tp 5", "--tp 5 does not divide"},
            {"--plan --tp 5", "--tp 5 does not divide"},
            {"--plan --pp 10", "use at most 9"},
            {"--plan --tp 2 --zero 3", "--zero 3 is planned for data parallelism alone"},
@@ -402,10 +423,12 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
   }
 }
 
-TEST(MeshProgram, HelpSaysOnlyThePlanExists) {
+TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("Only --plan exists so far"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; ZeRO-0, "
+                          "SGD, host backend)"),
+            std::string::npos) << r.output;
 }
 
 }  // namespace

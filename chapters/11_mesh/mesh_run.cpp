@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+// The composed run, rank by rank (mesh_run.hpp). Three kinds of rank share the loop
+// (mesh_rank.hpp):
+//
+//   ReplicaRank (tp = 1, pp = 1)  chapter 5's rank: the whole model, its iterator's batch
+//                                 (the replica's shard), the gradients averaged over the
+//                                 data ring.
+//   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
+//                                 the replica's batch, g and f over the tensor ring, then
+//                                 the slice's gradients averaged over the data ring.
+//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp).
+//
+// Every buffer a rank allocates is in its device's memory ledger under the category the
+// plan names, and every byte a rank sends is counted where it is sent, per dimension.
+#include "mesh_run.hpp"
+
+#include "mesh_rank.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <limits>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "base/timing.hpp"
+#include "base/usage_error.hpp"
+#include "data/preprocess.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/stage_trace.hpp"
+#include "harness/tower_inputs.hpp"
+#include "harness/training.hpp"
+#include "harness/training_run.hpp"
+#include "model/checkpoint.hpp"
+#include "model/ops.hpp"
+#include "model/optimizer.hpp"
+#include "model/parameters.hpp"
+#include "mpi/mesh_ranks.hpp"
+#include "mpi/mpi_check.hpp"
+#include "mpi/rank_trace.hpp"
+#include "mpi/watchdog.hpp"
+#include "parallel/mesh_ring.hpp"
+#include "parallel/one_device_variables.hpp"
+#include "parallel/tensor_bytes.hpp"  // kTensorInputWidth
+#include "parallel/tensor_slices.hpp"
+#include "parallel/tensor_split.hpp"
+#include "parallel/tower_loss_batch.hpp"
+#include "runtime/runtime.hpp"
+
+namespace towers {
+namespace {
+
+// Chapter 5's rank, its all-reduce over the data communicator.
+class ReplicaRank final : public MeshRank {
+ public:
+  ReplicaRank(const MeshRanks& mesh, Watchdog& watchdog, Tower& tower, TowerSet& set,
+              const data::Dataset& train, const MeshConfig& c, const model::TrainingState& state,
+              std::uint64_t seed)
+      : tower_(tower),
+        vars_(*tower.device, *tower.stream),
+        inputs_(train, set.towers, InputFlags{}, seed, c.dp),
+        // The plan counts this ring's receive buffer on a mesh of one device too (chapter
+        // 8 makes it for one tower): the buffer is made, the ring sends nothing.
+        data_(*tower.device, mesh.data(), model::kNumParameters, Reduction::kMean, watchdog,
+              "data ring"),
+        steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
+    vars_.load_from_host(state);
+    tower.stream->synchronize();
+  }
+
+  void enqueue(int step, std::int64_t global_step) override {
+    const data::Batch batch = inputs_[0].next();  // this replica's shard of the step
+    tower_.stream->wait(*batch.ready);
+    tower_loss(tower_, vars_.params(), batch);
+    inputs_[0].release(batch, *tower_.stream);
+    float* grads = tower_.grads.as<float>();
+    Stream* stream = tower_.stream.get();
+    data_.set_step(step);
+    data_.average({&grads, 1}, model::kNumParameters, {&stream, 1});  // replicas meet
+    model::apply_update(*tower_.stream, global_step, steps_per_decay_, grads, vars_.params(),
+                        vars_.averages());
+  }
+
+  float loss() override { return tower_.losses.as<float>()[model::kTotalLoss]; }
+
+  void put_together(std::vector<float>& whole) override {
+    whole.resize(model::kNumParameters);
+    vars_.params_to_host(whole.data());  // every replica's copy is the same: rank 0's
+  }
+
+  std::uint64_t bytes_sent(int dimension) const override {
+    return dimension == 0 ? data_.bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
+
+ private:
+  Tower& tower_;
+  RankVariables vars_;
+  TowerInputs inputs_;
+  MeshRing data_;
+  std::int64_t steps_per_decay_;
+};
+
+// Chapter 10's rank t of a replica, in a process of its own.
+class TensorRank final : public MeshRank {
+ public:
+  TensorRank(const MeshRanks& mesh, Watchdog& watchdog, Runtime& runtime, TowerSet& set,
+             const data::Dataset& train, const MeshConfig& c, const model::TrainingState& state,
+             std::uint64_t seed)
+      : mesh_(mesh),
+        tower_(*set.towers[0]),
+        slices_({tower_.device}, {tower_.stream.get()}, c.tp, mesh.at().tensor),
+        // The replicas' batches, dp x b, as chapter 3's global batch: replica d's slice is
+        // the examples chapter 5's shard d reads. On the host, as chapter 10's ranks read
+        // their shared batch: nothing of it in the device's ledger.
+        queue_(train, c.dp * c.batch, seed),
+        images_(runtime.device(0).allocate_pinned(sizeof(float) * c.dp * c.batch * data::kCropValues)),
+        labels_(runtime.device(0).allocate_pinned(sizeof(std::int32_t) * c.dp * c.batch)),
+        batch_(c.batch),
+        steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
+    slices_.take_back(state.params.data(), state.moving_averages.data());
+    // g sums [b, 192], f [b, 2304]: one ring sized for f, as chapter 10's.
+    auto tensor = std::make_unique<MeshRing>(
+        *tower_.device, mesh.tensor(), static_cast<std::size_t>(c.batch) * kTensorInputWidth,
+        Reduction::kSum, watchdog, "tensor ring");
+    tensor_ = tensor.get();
+    split_ = std::make_unique<TensorSplit>(set.towers, slices_, std::move(tensor), "ring");
+    if (c.dp > 1) {
+      data_ = std::make_unique<MeshRing>(*tower_.device, mesh.data(), slices_.layout(0).size(),
+                                         Reduction::kMean, watchdog, "data ring");
+    }
+  }
+
+  void enqueue(int step, std::int64_t global_step) override {
+    queue_.dequeue(images_.as<float>(), labels_.as<std::int32_t>());
+    const std::size_t first = static_cast<std::size_t>(mesh_.at().data) * batch_;
+    tensor_->set_step(step);
+    TensorSplit& s = *split_;
+    // Chapter 10's step for one rank: the tensor ring joins the replica's ranks twice.
+    s.forward_convolutions(0, images_.as<float>() + first * data::kCropValues,
+                           labels_.as<std::int32_t>() + first);
+    s.forward_to_cut(0);
+    s.g();
+    s.forward_from_cut(0);
+    s.backward_to_local4(0);
+    s.backward_to_cut(0);
+    s.f();
+    s.backward_convolutions(0);
+    if (data_) {  // the replicas meet: the mean of this slice's gradients
+      float* grads = slices_.grads(0);
+      Stream* stream = tower_.stream.get();
+      data_->set_step(step);
+      data_->average({&grads, 1}, slices_.layout(0).size(), {&stream, 1});
+    }
+    s.update(0, model::learning_rate(global_step, steps_per_decay_),
+             model::moving_average_decay(global_step));
+  }
+
+  float loss() override {
+    // Chapter 10's loss: the cross-entropy (the same on every rank of the replica) plus
+    // every rank's shards' decay, added in rank order.
+    int ranks = 1;
+    MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
+    std::vector<float> decays(static_cast<std::size_t>(ranks));
+    float mine = split_->shard_decay(0);
+    MPI_CHECK(MPI_Allgather(&mine, 1, MPI_FLOAT, decays.data(), 1, MPI_FLOAT, mesh_.tensor()));
+    float decay = 0;
+    for (float d : decays) decay += d;
+    return tower_.losses.as<float>()[model::kCrossEntropy] + decay;
+  }
+
+  void put_together(std::vector<float>& whole) override {
+    const std::size_t size = slices_.layout(0).size();  // equal: tp divides 384
+    std::vector<float> mine(size);
+    copy_to_host(*tower_.stream, mine.data(), slices_.params(0), size);
+    int ranks = 1;
+    MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
+    std::vector<float> all(mesh_.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
+    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(size), MPI_FLOAT, all.data(),
+                         static_cast<int>(size), MPI_FLOAT, 0, mesh_.tensor()));
+    if (mesh_.rank() != 0) return;
+    whole.resize(model::kNumParameters);
+    for (int r = 0; r < ranks; ++r) {
+      TensorSliceLayout(ranks, r).put(all.data() + static_cast<std::size_t>(r) * size,
+                                      whole.data(), /*replicated=*/r == 0);
+    }
+  }
+
+  std::uint64_t bytes_sent(int dimension) const override {
+    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    return dimension == 1 ? tensor_->bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
+
+ private:
+  const MeshRanks& mesh_;
+  Tower& tower_;
+  TensorSlices slices_;
+  InputQueue queue_;
+  Buffer images_, labels_;
+  std::size_t batch_;
+  std::int64_t steps_per_decay_;
+  MeshRing* tensor_ = nullptr;  // owned by split_
+  std::unique_ptr<TensorSplit> split_;
+  std::unique_ptr<MeshRing> data_;
+};
+
+constexpr std::array<MemoryCategory, 7> kCategories = {
+    MemoryCategory::kParameters,    MemoryCategory::kGradients,     MemoryCategory::kOptimizerState,
+    MemoryCategory::kActivations,   MemoryCategory::kCommunication, MemoryCategory::kWorkspace,
+    MemoryCategory::kOther};
+
+// What the run measured, gathered on world rank 0.
+struct Measured {
+  std::array<unsigned long long, kMemoryCategoryCount> peak{};  // the largest device's
+  std::array<unsigned long long, 3> wire{};  // bytes per step, all ranks: data, tensor, pipeline
+};
+
+Measured gather_measurement(const MpiJob& job, Runtime& runtime, const MeshRank& rank, int steps) {
+  Measured mine, job_wide;
+  const MemoryLedger& ledger = runtime.device(0).memory();
+  for (MemoryCategory category : kCategories) {
+    mine.peak[static_cast<std::size_t>(category)] = ledger.peak(category);
+  }
+  for (int d = 0; d < 3; ++d) mine.wire[static_cast<std::size_t>(d)] = rank.bytes_sent(d);
+  MPI_CHECK(MPI_Reduce(mine.peak.data(), job_wide.peak.data(), kMemoryCategoryCount,
+                       MPI_UNSIGNED_LONG_LONG, MPI_MAX, 0, job.comm()));
+  MPI_CHECK(MPI_Reduce(mine.wire.data(), job_wide.wire.data(), 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
+                       0, job.comm()));
+  for (auto& bytes : job_wide.wire) bytes /= static_cast<unsigned long long>(std::max(1, steps));
+  return job_wide;
+}
+
+// Plan and run side by side; returns whether every number agrees.
+bool print_side_by_side(const MeshPlan& plan, const Measured& run) {
+  bool all = true;
+  std::printf("\nplan and run, the largest device (bytes):\n  %-16s %15s %15s\n", "", "plan", "run");
+  for (MemoryCategory category : kCategories) {
+    const auto k = static_cast<std::size_t>(category);
+    const bool same = static_cast<unsigned long long>(plan.device[k]) == run.peak[k];
+    all = all && same;
+    std::printf("  %-16s %15lld %15llu %s\n", std::string(category_name(category)).c_str(),
+                static_cast<long long>(plan.device[k]), run.peak[k], same ? "" : "  <- differs");
+  }
+  const std::array<std::int64_t, 3> planned = {plan.wire_data, plan.wire_tensor, plan.wire_pipeline};
+  std::printf("bytes on the wire per step, all devices:\n");
+  for (std::size_t d = 0; d < 3; ++d) {
+    const bool same = static_cast<unsigned long long>(planned[d]) == run.wire[d];
+    all = all && same;
+    std::printf("  %-16s %15lld %15llu %s\n", kMeshDimensions[d], static_cast<long long>(planned[d]),
+                run.wire[d], same ? "" : "  <- differs");
+  }
+  std::printf("%s\n", all ? "the run holds the plan: every category and dimension to the byte"
+                          : "the run and the plan differ (marked above)");
+  return all;
+}
+
+// The pipeline's idle share in this step, read from the trace: each stage's busy time is
+// the union of its stream's spans, leaving out its waits for a neighbour's message (idle,
+// as chapter 9 counts its waits for another stage's event); the window is the job's, the
+// first span's start to the last one's end over every rank, on rank 0's clock. The mean
+// over the ranks of idle / window: chapter 9's bubble_share. Every rank calls it.
+double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, double offset_us) {
+  std::vector<TraceEvent> mine;
+  double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
+  for (TraceEvent& event : trace.collect()) {
+    if (!event.is_span() || event.device != 0 || event.stream != stream.index()) continue;
+    if (event.name.rfind("receive ", 0) == 0) continue;  // waiting for a neighbour
+    first = std::min(first, event.start_us + offset_us);
+    last = std::max(last, event.end_us + offset_us);
+    mine.push_back(std::move(event));
+  }
+  trace.clear();
+  const StageBusy busy = stage_busy(mine, {{0, stream.index()}});
+  double job_first = 0, job_last = 0;
+  MPI_CHECK(MPI_Allreduce(&first, &job_first, 1, MPI_DOUBLE, MPI_MIN, job.comm()));
+  MPI_CHECK(MPI_Allreduce(&last, &job_last, 1, MPI_DOUBLE, MPI_MAX, job.comm()));
+  const double window_ms = (job_last - job_first) / 1000.0;
+  double idle = window_ms > 0 ? 1.0 - busy.busy_ms[0] / window_ms : 0.0;
+  double sum = 0;
+  MPI_CHECK(MPI_Allreduce(&idle, &sum, 1, MPI_DOUBLE, MPI_SUM, job.comm()));
+  return sum / job.size();
+}
+
+}  // namespace
+
+std::string mesh_run_problem(const MeshConfig& c) {
+  const std::string today = "the composed run covers data x tensor and data x pipeline today "
+                            "(--zero 0, --optimizer sgd, the host backend); ";
+  const std::string plan = ": add --plan to print what that mesh will hold and send";
+  if (c.pp > 1 && c.tp > 1) {
+    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
+           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
+  }
+  if (c.zero > 0) return today + "--zero " + std::to_string(c.zero) + " is planned, not run" + plan;
+  if (c.optimizer != model::Optimizer::kSgd) {
+    return today + "--optimizer " + model::optimizer_name(c.optimizer) + " is planned, not run" + plan;
+  }
+  if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
+  return "";
+}
+
+void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
+  if (job.size() != c.devices()) {
+    const std::string n = std::to_string(c.devices());
+    throw UsageError("a mesh of --dp " + std::to_string(c.dp) + " x --tp " + std::to_string(c.tp) +
+                     " x --pp " + std::to_string(c.pp) + " takes " + n + " process(es), one per "
+                     "device, and this job has " + std::to_string(job.size()) + ": start it with "
+                     "mpirun -n " + n + " build/bin/11_mesh ... (or add --plan to print the plan)");
+  }
+}
+
+int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summary plan_summary) {
+  check_mesh_job(c, job);
+  const MeshRanks mesh(job.comm(), {.dp = c.dp, .pp = c.pp, .tp = c.tp});
+  Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(flags.collective_timeout_s * 1000)));
+  ops::set_host_op_threads(1);  // one compute thread per simulated device, as every chapter
+  auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
+  const data::Dataset train = load_training_set(flags.data_dir);
+  const model::TrainingState state = fresh_state(flags.seed);
+  // A stage makes its own activations (a Network per micro-batch in flight); the others
+  // are a tower, chapter 5's or chapter 10's.
+  TowerSet set;
+  if (c.pp == 1) {
+    TowerLayout layout;
+    layout.towers = 1;
+    layout.batch_size = c.batch;
+    layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
+    layout.whole_gradients = c.tp == 1;   // a tensor rank's gradients are its slice's
+    layout.replica_params = false;        // each rank owns its parameters (or its slice)
+    set = make_towers(*runtime, layout);
+  }
+  std::unique_ptr<MeshRank> rank;
+  if (c.pp > 1) {
+    rank = make_stage_rank(mesh, watchdog, *runtime, train, c, state, flags.seed);
+  } else if (c.tp == 1) {
+    rank = std::make_unique<ReplicaRank>(mesh, watchdog, *set.towers[0], set, train, c, state,
+                                         flags.seed);
+  } else {
+    rank = std::make_unique<TensorRank>(mesh, watchdog, *runtime, set, train, c, state, flags.seed);
+  }
+  std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each; rank 0 "
+              "is (data 0, pipeline 0, tensor 0)\n", job.size(), c.dp, c.tp, c.pp);
+
+  // A pipeline's bubble is read from the trace, every rank's put on rank 0's clock.
+  const bool pipeline = c.pp > 1;
+  double offset_us = 0, bubble = 0;
+  if (pipeline) {
+    offset_us = clock_offset_us(job, runtime->trace());
+    runtime->trace().set_enabled(true);
+  }
+  StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
+  float loss = 0;
+  for (int step = 0; step < flags.steps; ++step) {
+    const auto start = base::Clock::now();
+    rank->enqueue(step, step);
+    rank->stream().synchronize();
+    if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
+    loss = rank->loss();
+    // Log the last replica's loss, as chapter 5 logs its last rank's.
+    MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
+    log.step_done(step, loss, base::seconds_since(start));
+  }
+
+  const Measured measured = gather_measurement(job, *runtime, *rank, flags.steps);
+  std::vector<float> whole;
+  if (!flags.save_params.empty()) rank->put_together(whole);
+  if (job.rank() != 0) return 0;
+  bool saved = true;
+  if (!flags.save_params.empty()) {
+    saved = write_output([&] {
+      model::TrainingState final_state;
+      final_state.global_step = flags.steps;
+      final_state.params = whole;
+      final_state.moving_averages = whole;
+      model::save_checkpoint_file(flags.save_params, final_state);
+      std::printf("saved parameters to %s\n", flags.save_params.c_str());
+    });
+  }
+  const MeshPlan plan = make_mesh_plan(c);
+  const bool matches = print_side_by_side(plan, measured);
+  if (pipeline) {
+    std::printf("bubble, the last step's idle share read from the trace: %.3f (the plan's "
+                "(p-1)/(m+p-1) = %.3f assumes equal stages; the real model's are not)\n",
+                bubble, plan.bubble);
+  }
+  for (MemoryCategory category : kCategories) {
+    const unsigned long long peak = measured.peak[static_cast<std::size_t>(category)];
+    if (category == MemoryCategory::kWorkspace && peak == 0) continue;  // the host has none
+    plan_summary.add("peak_" + std::string(category_name(category)) + "_bytes",
+                     static_cast<long long>(peak));
+  }
+  unsigned long long wire = 0;
+  for (std::size_t d = 0; d < 3; ++d) {
+    plan_summary.add("wire_" + std::string(kMeshDimensions[d]) + "_bytes_per_step",
+                     static_cast<long long>(measured.wire[d]));
+    wire += measured.wire[d];
+  }
+  plan_summary.add("wire_bytes_per_step", static_cast<long long>(wire))
+      .add("plan_matches", std::string(matches ? "yes" : "no"))
+      .add("bubble_share", bubble, 3)
+      .add("steps", flags.steps)
+      .add("step_ms", log.mean_step_ms(), 3)
+      .add("final_loss", loss, 6)
+      .print();
+  return saved ? 0 : 1;
+}
+
+}  // namespace towers

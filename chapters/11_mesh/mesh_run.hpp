@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Chapter 11's composed run: `mpirun -n N 11_mesh --dp a --tp b --pp c` (a x b x c = N),
+// one process per simulated device, one communicator per mesh dimension
+// (mpi/mesh_ranks.hpp).
+//
+// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0, SGD, the
+// host backend. Each rank is tensor rank t of stage p of data replica d (mesh_rank.hpp).
+// With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
+// model, the all-reduce of the gradients); with tp > 1 it holds chapter 10's slice for
+// its tensor index, its replica's batch read on the host as chapter 10's ranks read
+// theirs (the examples of chapter 5's shard d), g and f a ring over the tensor
+// communicator, and then the slice's gradients averaged over the data communicator; with
+// pp > 1 it is chapter 9's stage (stage_rank.cpp), its activations and gradients messages
+// over the pipeline communicator. Rank 0 prints the plan beside what the run measured:
+// the ledger's peak bytes per category of the largest device, the bytes on the wire per
+// step per dimension, gathered from every rank, and a pipeline's bubble read from the
+// trace. Introduced in chapter 11.
+#pragma once
+
+#include <string>
+
+#include "cli/summary.hpp"
+#include "mesh_run_flags.hpp"
+#include "mpi/mpi_job.hpp"
+#include "parallel/mesh_plan.hpp"
+
+namespace towers {
+
+/// What the composed run cannot run yet, as a sentence that says what runs today and that
+/// --plan prints the prediction; "" when `config` runs. The same on every rank.
+std::string mesh_run_problem(const MeshConfig& config);
+
+/// Throws UsageError, saying how to start the job, when `job` has not config.devices()
+/// ranks (one process per device).
+void check_mesh_job(const MeshConfig& config, const MpiJob& job);
+
+/// Runs `config` on `job` (whose size must be config.devices(): UsageError otherwise) for
+/// `flags.steps` steps; rank 0 prints the run's measurement and `plan_summary` (the plan's
+/// keys) with the measured keys added. Returns the exit status.
+int run_mesh(MpiJob& job, const MeshConfig& config, const MeshRunFlags& flags,
+             Summary plan_summary);
+
+}  // namespace towers

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+// Chapter 11's composed run, `mpirun -n N 11_mesh --dp a --tp b`, held to the plan and to
+// the chapters it composes.
+//
+// PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
+// runs today (data x tensor, data x pipeline; one with GPipe), two steps at a tiny batch: every category of the largest device's memory
+// ledger equals the plan to the byte, and the bytes the rings sent per step on each
+// dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
+//
+// The numerics class: tensor parallelism alone is chapter 10's 10_tensor with the ring, bit
+// for bit (the same sums in the same order, now between processes); data parallelism
+// alone is chapter 5's 05_ranks with the ring, bit for bit; the pipeline alone chapter 9's
+// 09_pipeline --model cifar, bit for bit; data x tensor stays within chapter 10's bound of
+// chapter 5 (the tensor ranks cut local4's sums, as in chapter 10).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "chapter10_helpers.hpp"
+#include "model/parameters.hpp"
+#include "parallel/mesh_plan.hpp"
+#include "parallel/pipeline_schedule.hpp"
+#include "program.hpp"
+#include "ranks.hpp"
+
+namespace towers {
+namespace {
+
+using chapter10_tests::gamma;
+using chapter10_tests::same_bits;
+using testing::ProgramRun;
+using testing::RankRun;
+using testing::run;
+using testing::run_ranks;
+using testing::saved_params;
+
+constexpr int kBatch = 2;
+const std::string kSmall = "--steps 2 --log-every 1 --batch-size " + std::to_string(kBatch) + " ";
+
+long long key(const ProgramRun& r, const std::string& name) { return std::llround(r.number(name)); }
+
+std::filesystem::path temp_file(const std::string& name) {
+  return testing::temp_file("towers-ch11", name);
+}
+
+std::string mesh_args(int dp, int tp) {
+  return "--dp " + std::to_string(dp) + " --tp " + std::to_string(tp) + " ";
+}
+
+// --- PlanMatchesRun ---------------------------------------------------------------------
+
+// A pipeline cuts the batch of 2 into 2 micro-batches of one image.
+constexpr int kMicroBatches = 2;
+
+struct Shape {
+  int dp, tp, pp;
+  const char* schedule = "1f1b";
+};
+void PrintTo(const Shape& s, std::ostream* out) {
+  *out << s.dp << "x" << s.tp << "x" << s.pp << " " << s.schedule;
+}
+
+// Every mesh of n devices the plan accepts that runs today: data x tensor (pp = 1) and
+// data x pipeline (tp = 1).
+std::vector<Shape> runnable_shapes(int n) {
+  std::vector<Shape> shapes;
+  for (const MeshConfig& c :
+       mesh_shapes(n, MeshConfig{.micro_batches = kMicroBatches, .batch = kBatch})) {
+    if (c.pp == 1 || c.tp == 1) shapes.push_back({c.dp, c.tp, c.pp});
+  }
+  return shapes;
+}
+
+std::vector<Shape> shapes_of_1_2_4() {
+  std::vector<Shape> all;
+  for (int n : {1, 2, 4}) {
+    for (const Shape& s : runnable_shapes(n)) all.push_back(s);
+  }
+  // GPipe stashes every micro-batch where 1F1B stashes p - s: other activation slots.
+  all.push_back({2, 1, 2, "gpipe"});
+  return all;
+}
+
+MeshConfig config_of(const Shape& s) {
+  MeshConfig c{.dp = s.dp, .tp = s.tp, .pp = s.pp, .micro_batches = s.pp > 1 ? kMicroBatches : 1,
+               .batch = kBatch};
+  c.schedule = *parse_pipeline_schedule(s.schedule);
+  return c;
+}
+
+std::string args_of(const Shape& s) {
+  std::string args = "--dp " + std::to_string(s.dp) + " --tp " + std::to_string(s.tp) +
+                     " --pp " + std::to_string(s.pp) + " ";
+  if (s.pp > 1) {
+    args += "--micro-batches " + std::to_string(kMicroBatches) + " --schedule " + s.schedule + " ";
+  }
+  return args;
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  return "dp" + std::to_string(s.dp) + "_tp" + std::to_string(s.tp) + "_pp" +
+         std::to_string(s.pp) + (s.pp > 1 ? "_" + std::string(s.schedule) : "");
+}
+
+class PlanMatchesRun : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
+  const Shape s = GetParam();
+  const MeshPlan plan = make_mesh_plan(config_of(s));
+  const RankRun r = run_ranks("11_mesh", s.dp * s.tp * s.pp, args_of(s) + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    const auto category = static_cast<MemoryCategory>(c);
+    const std::string name(category_name(category));
+    // The host backend has no workspace: no key (0), and the plan says 0.
+    EXPECT_EQ(key(r, "peak_" + name + "_bytes"), plan.device[static_cast<std::size_t>(c)])
+        << name << "\n" << r.output;
+  }
+  EXPECT_EQ(key(r, "wire_data_bytes_per_step"), plan.wire_data) << r.output;
+  EXPECT_EQ(key(r, "wire_tensor_bytes_per_step"), plan.wire_tensor) << r.output;
+  EXPECT_EQ(key(r, "wire_pipeline_bytes_per_step"), plan.wire_pipeline) << r.output;
+  // The program says so itself, and the plan says a run holds it.
+  EXPECT_EQ(r.last("plan_matches"), "yes");
+  EXPECT_EQ(r.last("measured"), "yes");
+  EXPECT_EQ(r.last("held_by_run"), "yes");
+  EXPECT_TRUE(plan.held_by_run);
+  // A mesh with a dimension above 1 sends something on it: the equalities above are not 0 = 0.
+  if (s.dp > 1) {
+    EXPECT_GT(plan.wire_data, 0);
+  }
+  if (s.tp > 1) {
+    EXPECT_GT(plan.wire_tensor, 0);
+  }
+  if (s.pp > 1) {  // and the bubble was read from the trace
+    EXPECT_GT(plan.wire_pipeline, 0);
+    EXPECT_GT(r.number("bubble_share"), 0.0) << r.output;
+    EXPECT_LT(r.number("bubble_share"), 1.0) << r.output;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
+                         ::testing::ValuesIn(shapes_of_1_2_4()),
+                         shape_name);
+
+// Eight ranks on the CI's two cores: about 10 s a shape; `-E EightDevices` leaves them out.
+INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(runnable_shapes(8)),
+                         shape_name);
+
+TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
+  // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x1x4 and
+  // 2x1x2 with GPipe: what the first instantiation runs (1x2x2 is planned, not run).
+  EXPECT_EQ(shapes_of_1_2_4().size(), 10u);
+  // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x1x4, 1x8x1, 1x1x8.
+  EXPECT_EQ(runnable_shapes(8).size(), 7u);
+}
+
+// --- The numerics class -----------------------------------------------------------------
+
+TEST(MeshBits, TensorAloneIsChapter10sRingBitForBit) {
+  for (int t : {2, 3}) {  // 3: the ring adds three parts, and the order decides the bits
+    const auto mesh = temp_file("tp" + std::to_string(t)), ch10 = temp_file("ch10-" + std::to_string(t));
+    const RankRun a = run_ranks("11_mesh", t, mesh_args(1, t) + kSmall + "--save-params " + mesh.string());
+    const ProgramRun b = run("10_tensor", kSmall + "--backend host --collectives ring --devices " +
+                                              std::to_string(t) + " --tp " + std::to_string(t) +
+                                              " --save-params " + ch10.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("numerics"), "within_bound");  // of chapter 4; of chapter 10's ring: bits
+    EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch10))) << "t = " << t;
+  }
+}
+
+TEST(MeshBits, DataAloneIsChapter5sRingBitForBit) {
+  const auto mesh = temp_file("dp2"), ch5 = temp_file("ch5-2");
+  const RankRun a = run_ranks("11_mesh", 2, mesh_args(2, 1) + kSmall + "--save-params " + mesh.string());
+  const RankRun b = run_ranks("05_ranks", 2, kSmall + "--backend host --allreduce ring --save-params " +
+                                                 ch5.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(a.last("numerics"), "bit_identical");
+  EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+}
+
+TEST(MeshBits, PipelineAloneIsChapter9sBitForBit) {
+  // Chapter 9's stages in one process, and so 01_single_gpu --accumulate 2 (chapter 9's
+  // tests hold that): the same sums in the same order, the messages only moved.
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const auto mesh = temp_file(std::string("pp3-") + schedule);
+    const auto ch9 = temp_file(std::string("ch9-") + schedule);
+    const std::string args = std::string("--micro-batches 2 --batch-size 4 --steps 2 --schedule ") +
+                             schedule + " --save-params ";
+    const RankRun a = run_ranks("11_mesh", 3, "--pp 3 " + args + mesh.string());
+    const ProgramRun b = run("09_pipeline", "--model cifar --backend host --devices 3 --stages 3 " +
+                                                args + ch9.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("numerics"), "bit_identical");
+    EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch9))) << schedule;
+  }
+}
+
+// Data x tensor against chapter 5 on as many replicas, one step from the same state: each
+// replica's tensor ranks cut local4's and f's sums as chapter 10's do, and the data ring
+// then averages the replicas' gradients as chapter 5's does. So every parameter stays
+// within chapter 10's bound of chapter 5's:
+//   |p_mesh - p_ch5| <= (gamma(383) + gamma(384/t + t - 2)) max|update| + ulp(p).
+TEST(MeshBits, DataByTensorStaysWithinChapter10sBoundOfChapter5) {
+  std::vector<float> start(model::kNumParameters);
+  model::initialize_parameters(1, start.data());  // --seed 1, both programs' start
+  const std::string one_step = "--steps 1 --batch-size " + std::to_string(kBatch) + " ";
+  const auto ch5 = temp_file("ch5-step");
+  const RankRun b = run_ranks("05_ranks", 2, one_step + "--backend host --allreduce ring "
+                                                        "--save-params " + ch5.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::vector<float> p5 = saved_params(ch5);
+  const double largest_update = testing::largest_difference(start, p5);
+  ASSERT_GT(largest_update, 0.0);
+  for (int t : {2}) {
+    const auto mesh = temp_file("dp2-tp" + std::to_string(t));
+    const RankRun a = run_ranks("11_mesh", 2 * t, mesh_args(2, t) + one_step + "--save-params " +
+                                                       mesh.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.last("numerics"), "within_bound");
+    const std::vector<float> pm = saved_params(mesh);
+    ASSERT_EQ(pm.size(), p5.size());
+    const double eps = gamma(383) + gamma(384.0 / t + t - 2);
+    std::size_t differing = 0, beyond = 0;
+    for (std::size_t i = 0; i < pm.size(); ++i) {
+      const double difference = std::fabs(double(pm[i]) - p5[i]);
+      const double ulp = std::max(std::nextafter(std::fabs(pm[i]), INFINITY) - std::fabs(pm[i]),
+                                  std::nextafter(std::fabs(p5[i]), INFINITY) - std::fabs(p5[i]));
+      differing += difference > 0;
+      beyond += !(difference <= eps * largest_update + ulp);
+    }
+    EXPECT_GT(differing, 0u) << "the sums are cut: some rounding must differ";
+    EXPECT_EQ(beyond, 0u) << "dp 2 x tp " << t;
+  }
+}
+
+}  // namespace
+}  // namespace towers
