@@ -38,6 +38,7 @@ struct MeshCoordinates {
   int data = 0;      ///< which replica (0..dp-1)
   int pipeline = 0;  ///< which stage (0..pp-1)
   int tensor = 0;    ///< which tensor rank of its group (0..tp-1)
+  /// Equal when all three coordinates are.
   bool operator==(const MeshCoordinates&) const = default;
 };
 
@@ -61,6 +62,7 @@ class MeshRanks {
   MeshRanks(const MeshRanks&) = delete;
   MeshRanks& operator=(const MeshRanks&) = delete;
 
+  /// The mesh's degrees.
   const MeshShape& shape() const { return shape_; }
   /// This rank's coordinates.
   const MeshCoordinates& at() const { return at_; }
