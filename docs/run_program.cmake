@@ -41,16 +41,22 @@ set(trace_args --trace ${json} --trace-svg ${svg})
 if(NO_TRACE)
   set(trace_args)
 endif()
+# NO_BACKEND (optional): a program with one backend and no --backend flag (chapter 11).
+set(backend_args --backend host)
+if(NO_BACKEND)
+  set(backend_args)
+endif()
+string(JOIN " " shown_backend ${backend_args} "")  # "--backend host " or ""
 # How busy the machine was as the run started (1-minute load average, cores): timings
 # taken while other work ran say nothing about the lesson, and numbers_check.py says so.
 file(STRINGS /proc/loadavg loadavg LIMIT_COUNT 1)
 string(REGEX MATCH "^[0-9.]+" load_before "${loadavg}")
 cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
 execute_process(
-  COMMAND ${launcher} ${PROGRAM} --backend host ${args} ${trace_args}
+  COMMAND ${launcher} ${PROGRAM} ${backend_args} ${args} ${trace_args}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "docs: ${PROGRAM} --backend host ${ARGS} failed (${rc}):\n${out}${err}")
+  message(FATAL_ERROR "docs: ${PROGRAM} ${shown_backend}${ARGS} failed (${rc}):\n${out}${err}")
 endif()
 if(NOT out MATCHES "summary: ")
   message(FATAL_ERROR "docs: ${PROGRAM} printed no `summary:` line; every program ends with one")
@@ -101,7 +107,7 @@ else()
 endif()
 file(WRITE ${OUT_DIR}/${NAME}.stamp
 "name=${NAME}
-command=${shown_launcher}${shown_program} --backend host ${ARGS}${shown_trace}
+command=${shown_launcher}${shown_program} ${shown_backend}${ARGS}${shown_trace}
 program=${PROGRAM}
 program_sha256=${binary_sha}
 txt_sha256=${txt_sha}
