@@ -150,27 +150,42 @@ class OutputDirective(GeneratedDirective):
         return [block, self.provenance()]
 
 
-KEY_ROW = re.compile(r"^\|\s*`([a-z][a-z0-9_]*)`\s*\|(.*)\|\s*$")
+KEY_ROW = re.compile(r"^\|\s*(`[a-z<][a-z0-9_<>]*`(?:\s*,\s*`[a-z<][a-z0-9_<>]*`)*)\s*\|(.*)\|\s*$")
+KEY_NAME = re.compile(r"`([a-z<][a-z0-9_<>]*)`")
 CELL_BORDER = re.compile(r"(?<!\\)\|")  # a table's `|`, not an escaped `\|` inside a cell
 
 
-def key_meanings(source_dir, first):
+def key_meanings(source_dir, first, keys=()):
     """Each summary key's meaning, from the key tables of the chapter READMEs.
 
-    A chapter README defines its keys in rows ``| `key` | meaning |``; the chapter named
-    ``first`` wins, then the others in order (later chapters say "as in chapter 2").
+    A chapter README defines its keys in rows ``| `key` | meaning |``, or several keys of
+    one meaning ``| `a`, `b` | meaning |``, where ``<word>`` in a key stands for any part
+    of a name (``plan_<category>_bytes``: ``plan_parameters_bytes``, ...; resolved for the
+    names in ``keys``). The chapter whose folder ``first`` (a run's name, e.g.
+    ``11_mesh_4x2x1``) starts with wins, then the others in order (later chapters say "as
+    in chapter 2").
     """
     meanings = {}
     readmes = sorted(Path(source_dir, "chapters").glob("*/README.md"))
-    readmes.sort(key=lambda path: path.parent.name != first)
+    readmes.sort(key=lambda path: not first.startswith(path.parent.name))
     for readme in readmes:
+        patterns = []  # (pattern, meaning): after the README's own names, which they cover
         for line in readme.read_text().splitlines():
             match = KEY_ROW.match(line)
-            if match:
-                # The last cell; `\|` is a `|` of the text (GitHub's escape in tables).
-                cell = CELL_BORDER.split(match.group(2))[-1]
-                meaning = cell.replace("\\|", "|").strip()
-                meanings.setdefault(match.group(1), meaning)
+            if not match:
+                continue
+            # The last cell; `\|` is a `|` of the text (GitHub's escape in tables).
+            cell = CELL_BORDER.split(match.group(2))[-1]
+            meaning = cell.replace("\\|", "|").strip()
+            for name in KEY_NAME.findall(match.group(1)):
+                if "<" in name:
+                    patterns.append((re.sub(r"<[a-z_]+>", "[a-z0-9_]+", name), meaning))
+                else:
+                    meanings.setdefault(name, meaning)
+        for pattern, meaning in patterns:
+            for key in keys:
+                if re.fullmatch(pattern, key):
+                    meanings.setdefault(key, meaning)
     return meanings
 
 
@@ -206,7 +221,9 @@ class SummaryDirective(GeneratedDirective):
                     label += f", {row['mode']}"
                 if "overlap_mode" in row:
                     label += f", overlap {row['overlap_mode']}"
-                if "schedule" in row:  # chapter 9: one run per pipeline schedule
+                if "mesh" in row:  # chapter 11: one run per mesh shape, dp x tp x pp
+                    label += f", mesh {row['mesh']}"
+                elif "schedule" in row:  # chapter 9: one run per pipeline schedule
                     label += f", {row['schedule']}"
                 columns.append((label, row))
         # Runs of one chapter and mode (chapter 10 on 2 and 4 devices) are told apart by
@@ -228,7 +245,8 @@ class SummaryDirective(GeneratedDirective):
         else:
             for _, row in columns:
                 rows += [[k] for k in row if [k] not in rows]
-        meanings = key_meanings(self.config.towers_source_dir, names[-1])
+        meanings = key_meanings(self.config.towers_source_dir, names[-1],
+                                [k for alternatives in rows for k in alternatives])
         missing = [k for alternatives in rows for k in alternatives if k not in meanings]
         if missing:
             raise self.error(f"summary key(s) {', '.join(missing)} defined in no chapter "
