@@ -4,8 +4,7 @@
 // empty or uneven, and with the same bits as chapter 4's in-process ring, which every rank
 // also runs on the job's inputs (all ranks' buffers, on simulated devices) to compare.
 //
-// Every rank runs every test; main() reports failure when any rank failed, so mpiexec's
-// exit status (and ctest's verdict) is the job's.
+// Every rank runs every test; mpi_test_main.cpp's main() fails the job when any rank failed.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -16,42 +15,35 @@
 
 #include "parallel/allreduce.hpp"
 #include "parallel/allreduce_mpi.hpp"
+#include "../mpi_test_main.hpp"
 #include "tower_buffers.hpp"
 
 namespace towers {
 namespace {
 
-int rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int ranks() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::world_rank;
+using testing::world_size;
 
 // Averages `data` over the ranks with the ring over MPI_Sendrecv.
 void sendrecv_average(std::vector<float>& data) {
-  std::vector<float> receive(std::max<std::size_t>(ring_chunk(data.size(), ranks(), 0).size, 1));
+  const std::size_t chunk = ring_chunk(data.size(), world_size(), 0).size;
+  std::vector<float> receive(std::max<std::size_t>(chunk, 1));
   ring_average_sendrecv(data.data(), data.size(), receive.data(), MPI_COMM_WORLD);
 }
 
 TEST(RingOverSendrecv, EveryRankHoldsTheExactMean) {
-  const int n = ranks();
+  const int n = world_size();
   ASSERT_GE(n, 2) << "run under mpiexec -n 2 or more: one rank has nothing to exchange";
   // 0 and 1: the edge cases; n - 1: empty chunks; 3n + 2 and 1001: chunks of unequal size.
   for (std::size_t count : std::set<std::size_t>{0, 1, static_cast<std::size_t>(n - 1),
                                                  static_cast<std::size_t>(3 * n + 2), 1001}) {
     std::vector<float> data(count);
-    for (std::size_t e = 0; e < count; ++e) data[e] = testing::input_value(rank(), e);
+    for (std::size_t e = 0; e < count; ++e) data[e] = testing::input_value(world_rank(), e);
     sendrecv_average(data);
     const std::vector<float> expected = testing::expected_mean(n, count);
     for (std::size_t e = 0; e < count; ++e) {
       ASSERT_EQ(data[e], expected[e])
-          << "rank " << rank() << ", count " << count << ", element " << e;
+          << "rank " << world_rank() << ", count " << count << ", element " << e;
     }
   }
 }
@@ -66,9 +58,9 @@ std::vector<float> rank_input(int r, std::size_t count) {
 }
 
 TEST(RingOverSendrecv, MatchesChapter4sRingBitForBit) {
-  const int n = ranks();
+  const int n = world_size();
   const std::size_t count = 10007;  // not a multiple of 2 or 3
-  std::vector<float> mine = rank_input(rank(), count);
+  std::vector<float> mine = rank_input(world_rank(), count);
   sendrecv_average(mine);
 
   // Chapter 4's ring on n simulated devices, fed every rank's input.
@@ -81,11 +73,11 @@ TEST(RingOverSendrecv, MatchesChapter4sRingBitForBit) {
     towers.stream(r).copy(towers.buffers()[r], inputs.back().data(), count * sizeof(float), "in");
   }
   ring->average(towers.buffers(), count, towers.streams());
-  const std::vector<float> in_process = towers.download()[rank()];
+  const std::vector<float> in_process = towers.download()[world_rank()];
 
   std::size_t differing = 0;
   for (std::size_t e = 0; e < count; ++e) differing += mine[e] != in_process[e];
-  EXPECT_EQ(differing, 0u) << "rank " << rank() << ": same chunks, same order of sums";
+  EXPECT_EQ(differing, 0u) << "rank " << world_rank() << ": same chunks, same order of sums";
   // With three ranks or more the sums do round: another order changes bits, so the
   // equality above means something. (Two ranks add a + b or b + a: the same bits.)
   if (n < 3) return;
@@ -102,9 +94,9 @@ TEST(RingOverSendrecv, MatchesChapter4sRingBitForBit) {
 // chapter 10's in-process ring that sums, and the bytes each rank says it sent adding up
 // to the ring's 2(n-1) x count floats over the job.
 TEST(RingOverSendrecv, SumsAsChapter10sRingAndCountsItsBytes) {
-  const int n = ranks();
+  const int n = world_size();
   const std::size_t count = 10007;
-  std::vector<float> mine = rank_input(rank(), count);
+  std::vector<float> mine = rank_input(world_rank(), count);
   std::vector<float> receive(ring_chunk(count, n, 0).size);
   const std::uint64_t sent =
       ring_average_sendrecv(mine.data(), count, receive.data(), MPI_COMM_WORLD, Reduction::kSum);
@@ -119,7 +111,7 @@ TEST(RingOverSendrecv, SumsAsChapter10sRingAndCountsItsBytes) {
     towers.stream(r).copy(towers.buffers()[r], inputs.back().data(), count * sizeof(float), "in");
   }
   ring->average(towers.buffers(), count, towers.streams());
-  EXPECT_EQ(mine, towers.download()[rank()]) << "rank " << rank();
+  EXPECT_EQ(mine, towers.download()[world_rank()]) << "rank " << world_rank();
 
   unsigned long long job_sent = 0, mine_sent = sent;
   MPI_Allreduce(&mine_sent, &job_sent, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -128,13 +120,3 @@ TEST(RingOverSendrecv, SumsAsChapter10sRingAndCountsItsBytes) {
 
 }  // namespace
 }  // namespace towers
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed;
-}

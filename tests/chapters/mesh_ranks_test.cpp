@@ -5,8 +5,7 @@
 // communicators, in order, asked of MPI itself (MPI_Allgather of the world ranks over
 // each one). Then the other shapes of 8 ranks, and a job whose size is not the mesh's.
 //
-// Every rank runs every test; main() reports failure when any rank failed, so mpiexec's
-// exit status (and ctest's verdict) is the job's.
+// Every rank runs every test; mpi_test_main.cpp's main() fails the job when any rank failed.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -14,21 +13,13 @@
 #include <vector>
 
 #include "mpi/mesh_ranks.hpp"
+#include "../mpi_test_main.hpp"
 
 namespace towers {
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using testing::world_rank;
+using testing::world_size;
 
 // The world ranks of `comm`'s members, by their index in it.
 std::vector<int> members(MPI_Comm comm) {
@@ -112,14 +103,3 @@ TEST(MeshRanks, RefusesAJobOfAnotherSizeBeforeAnyCollective) {
 
 }  // namespace
 }  // namespace towers
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  ::testing::InitGoogleTest(&argc, argv);
-  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any_failed;
-}
