@@ -60,14 +60,18 @@ in_order 2 "^step +1: env" "^step .*build 1/2: .*programs" "^step .*build 2/2: .
 
 out=$all
 # Every chapter folder's program runs on cuda, in one call or the other, and is built there;
-# but a chapter that only plans (gpu-check's plan_only list) has no device work to run: it
-# must not include the runtime (a chapter that does is no plan-only one, and must run).
-plan_only=$(sed -n 's/^plan_only=(\(.*\))$/\1/p' scripts/gpu-bench.d/1-40-new-chapters.sh)
+# but a chapter with no CUDA path (gpu-check's host_only list) has no device work to run:
+# it must make its runtime on the host backend itself and take no flag that chooses one (a
+# chapter with --backend, from the shared runtime, tower or rank flags, can run on cuda,
+# and must).
+host_only=$(sed -n 's/^host_only=(\(.*\))$/\1/p' scripts/gpu-bench.d/1-40-new-chapters.sh)
 for dir in chapters/[0-9][0-9]_*/; do
   name=$(basename "$dir")
-  if [[ " $plan_only " == *" $name "* ]]; then
-    ! grep -qE '#include "(runtime|harness)/' "$dir"main.cpp ||
-      fail "chapter $name is listed as plan only in gpu-check but uses the runtime: give it a step"
+  if [[ " $host_only " == *" $name "* ]]; then
+    grep -rqE 'Runtime::create\(\{\.backend = BackendChoice::kHost' "$dir" ||
+      fail "chapter $name is listed as host only in gpu-check but makes no host runtime of its own"
+    ! grep -rqE -- 'add_runtime_flags|TowerFlags|RankFlags|"--backend"|BackendChoice::k(Cuda|Auto)' "$dir" ||
+      fail "chapter $name is listed as host only in gpu-check but can choose a backend: give it a step"
     continue
   fi
   echo "$out" | grep -qE -- "would run: .*build-gpu/bin/$name --backend cuda" ||
