@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# ctest -L two-hosts: chapters 5 and 6 across two "machines" made by scripts/two-hosts (two network
+# ctest -L two-hosts: chapters 5, 6 and 11 across two "machines" made by scripts/two-hosts (two network
 # namespaces and a veth pair), one rank on each, as a learner runs it. Each case makes its
 # own pair (its own TWO_HOSTS_PREFIX, so cases may run at once), bounds every run with
 # timeout, and removes the pair on any exit. Exit 77 (ctest: Skipped) with the reason when
@@ -28,6 +28,11 @@
 #           The all-reduce bench and chapter 6's ranks are stand-ins that print a
 #           table and a summary at once (the real ones take minutes at 100mbit); the
 #           simulated link is the real 06_overlap
+#   mesh    chapter 11's meshes across the cable: with one rank a machine, a 1-D mesh's one
+#           dimension crosses; with two, a 2x2x1 or 2x1x2 mesh sends only its data
+#           dimension across. The cable's bytes per step equal the run's count for the
+#           dimension that crosses, within -1 to 5 % (headers; measured -0.4 to 2 %); the
+#           meshes' --save-params equal one machine's, byte for byte
 set -uo pipefail
 root=${1:?usage: two_hosts_test.sh <source dir> <bin dir> <case>}
 bin=${2:?bin dir}
@@ -309,6 +314,61 @@ EOF
   grep -qE '^\| 1gbit \|.*\| --link-gbps [0-9.]+ --link-latency-us [0-9]+ \| [0-9.]+ \| [0-9.]+ \|$' <<<"$out" ||
     fail "no simulated 1gbit row: $out"
   grep "^|" <<<"$out" | tail -n 2
+  ;;
+mesh)
+  # Chapter 11's mesh across the cable: which dimension's bytes cross it is decided by where
+  # the ranks sit. Ranks 0..K-1 are on the first machine and rank = (d*pp + p)*tp + t, so
+  # with two ranks a machine a 2x2x1 or 2x1x2 mesh keeps its tensor or pipeline pair on one
+  # machine and sends only the data dimension across; with one rank a machine, the one
+  # dimension of a 1-D mesh crosses. The cable must carry, per step, the bytes the run
+  # counts for that dimension (its summary), plus headers, within -1 to 5 % (measured -0.4 to
+  # 2 %: more with two flows on the cable at once, less when the runs' wire-ups differ), and no other dimension's: at batch 32 the
+  # smallest one kept on a machine, 2x2x1's tensor pair, would add 13.6 %.
+  bounded 30 "$script" up || fail "up: $out"
+  mesh_flags="--batch-size 32 --log-every 1"
+  # cable_per_step PER_HOST FLAGS...: the cable's bytes per step (9 steps minus 1, /8: Open
+  # MPI's wire-up at the start of each run differs by up to ~100 KB, so many steps apart)
+  # in $per_step, the 9-step run's summary in $summary.
+  cable_per_step() {
+    local per_host=$1; shift
+    local runs=()
+    for steps in 1 9; do
+      local before; before=$(cable_bytes)
+      bounded 120 "$script" run --per-host "$per_host" -- "$bin/11_mesh" $mesh_flags "$@" --steps $steps
+      [ "$rc" -eq 0 ] || fail "11_mesh $* ($steps steps, $per_host a machine): exit $rc: $out"
+      runs+=($(( $(cable_bytes) - before )))
+    done
+    per_step=$(( (runs[1] - runs[0]) / 8 ))
+    summary=$(grep "^summary: " <<<"$out")
+  }
+  key() { sed -nE "s/.* $1=([^ ]+).*/\1/p" <<<"$summary"; }
+  # expect_crossing DIMENSION PER_HOST FLAGS...
+  expect_crossing() {
+    local dimension=$1; shift
+    cable_per_step "$@"
+    local counted; counted=$(key "wire_${dimension}_bytes_per_step")
+    [ -n "$counted" ] && [ "$counted" -gt 0 ] || fail "11_mesh ${*:2}: no $dimension bytes counted: $summary"
+    local overhead; overhead=$(awk -v m="$per_step" -v e="$counted" 'BEGIN { printf "%.2f", 100 * (m - e) / e }')
+    echo "mesh $(key mesh), $1 rank(s) a machine: the cable carried $per_step bytes a step;" \
+         "the $dimension dimension counted $counted (+$overhead %)"
+    awk -v o="$overhead" 'BEGIN { exit !(o >= -1 && o <= 5) }' ||
+      fail "mesh $(key mesh): the cable's bytes are $overhead % off the $dimension dimension's (-1 to 5 % expected: headers, less the wire-ups' difference): $summary"
+  }
+  expect_crossing tensor 1 --tp 2
+  expect_crossing pipeline 1 --pp 2 --micro-batches 4
+  expect_crossing data 2 --dp 2 --tp 2
+  expect_crossing data 2 --dp 2 --pp 2 --micro-batches 4
+  # The same bits as on one machine: the cable changes where bytes go, not the sums.
+  for mesh in "--dp 2 --tp 2" "--dp 2 --pp 2 --micro-batches 4"; do
+    bounded 120 mpirun --allow-run-as-root --oversubscribe -n 4 "$bin/11_mesh" $mesh_flags $mesh \
+      --steps 3 --save-params "$tmp/one.ckpt"
+    [ "$rc" -eq 0 ] || fail "11_mesh $mesh on one machine: exit $rc: $out"
+    bounded 120 "$script" run --per-host 2 -- "$bin/11_mesh" $mesh_flags $mesh --steps 3 \
+      --save-params "$tmp/two.ckpt"
+    [ "$rc" -eq 0 ] || fail "11_mesh $mesh on two machines: exit $rc: $out"
+    cmp "$tmp/one.ckpt" "$tmp/two.ckpt" || fail "11_mesh $mesh: --save-params differ across the cable"
+    echo "11_mesh $mesh across the cable: --save-params equal the one-machine run's"
+  done
   ;;
 *) fail "unknown case '$case_name'" ;;
 esac
