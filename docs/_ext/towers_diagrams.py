@@ -7,6 +7,9 @@ cell per chunk, saying whose gradients the chunk holds after that step.
 
 tensor_figure: chapter 10's f and g (or the hybrid's gathers and scatters), from the ranks
 and shapes the program printed about its own split.
+
+mesh_figure: chapter 11's memory and wire bytes against the mesh shape, from the plan of
+every shape (11_mesh --plan --shapes N) and the runs that measured some of them.
 """
 import json
 import re
@@ -205,3 +208,119 @@ def tensor_figure(text):
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
             f'width="{width:.0f}" height="{height:.0f}" font-family="sans-serif" role="img">\n'
             + marker + "\n".join(out) + legend + "\n</svg>\n")
+
+
+# --- Chapter 11: memory and wire against the mesh shape --------------------------------
+# One line of `11_mesh --plan --shapes N`: the shape, the sum of peaks, the three wires.
+MESH_SHAPE = re.compile(r"^\s+(\d+)x(\d+)x(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s", re.M)
+MESH_DIMENSIONS = (("data", ALL_REDUCE_COLOR), ("tensor", TOWER_COLORS[1]),
+                   ("pipeline", TOWER_COLORS[2]))
+
+
+def mesh_shapes(text):
+    """[{shape, dp, tp, pp, sum, data, tensor, pipeline}] of `--plan --shapes N`'s lines."""
+    shapes = []
+    for m in MESH_SHAPE.finditer(text):
+        dp, tp, pp, peak, data, tensor, pipeline = (int(g) for g in m.groups())
+        shapes.append({"shape": f"{dp}x{tp}x{pp}", "dp": dp, "tp": tp, "pp": pp, "sum": peak,
+                       "data": data, "tensor": tensor, "pipeline": pipeline})
+    if not shapes:
+        raise ValueError("no shape lines (dp x tp x pp, sum of peaks, wires) in the output")
+    return shapes
+
+
+def mesh_figure(shapes, measured):
+    """Two panels over the shapes of one N, in the plan's order: the largest device's sum
+    of ledger peaks, and the bytes all devices send per step stacked by dimension. Bars are
+    the plan (pale where no program runs the mesh yet: a pipeline beside tensor
+    parallelism); a ring marks what a run of this build measured, `measured` being
+    {shape: {"sum": bytes, "data": ..., "tensor": ..., "pipeline": ...}}."""
+    left, right, top, panel_h, gap = 64.0, 16.0, 40.0, 150.0, 84.0
+    slot = 66.0
+    width = left + slot * len(shapes) + right
+    height = top + 2 * panel_h + gap + 14 + 46  # the shapes' labels, then the legend
+    out = []
+
+    def axis(y0, biggest, title):
+        out.append(f'<text x="{left}" y="{y0 - 24}" font-size="12" font-weight="bold">'
+                   f'{escape(title)}</text>')
+        out.append(f'<line x1="{left}" y1="{y0 + panel_h}" x2="{width - right}" '
+                   f'y2="{y0 + panel_h}" stroke="#444"/>')
+        for tick in (0.5, 1.0):  # two gridlines: half and the tallest bar
+            y = y0 + panel_h * (1 - tick)
+            out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
+                       f'stroke="#ddd"/>')
+            out.append(f'<text x="{left - 4}" y="{y + 3:.1f}" font-size="10" text-anchor="end">'
+                       f'{biggest * tick / 1e6:.1f} MB</text>')
+
+    def height_of(value, biggest):
+        return panel_h * value / biggest if biggest else 0.0
+
+    def ring(x, y, shape):
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="#fff" stroke="#222" '
+                   f'stroke-width="2"><title>{shape}: measured by this build\'s run</title>'
+                   f'</circle>')
+
+    # Panel 1: the largest device's memory.
+    y0 = top + 14
+    biggest = max(s["sum"] for s in shapes)
+    axis(y0, biggest, "memory of the largest device (sum of its ledger's peaks)")
+    for i, s in enumerate(shapes):
+        x = left + slot * i + slot / 2
+        held = s["tp"] == 1 or s["pp"] == 1
+        h = height_of(s["sum"], biggest)
+        out.append(f'<rect x="{x - 18:.1f}" y="{y0 + panel_h - h:.1f}" width="36" '
+                   f'height="{h:.1f}" fill="{TOWER_COLORS[0]}" '
+                   f'fill-opacity="{1 if held else 0.35}"><title>{s["shape"]}: '
+                   f'{s["sum"]:,} bytes planned</title></rect>')
+        lift = 11 if s["shape"] in measured else 4  # above the ring, if there is one
+        out.append(f'<text x="{x:.1f}" y="{y0 + panel_h - h - lift:.1f}" font-size="10" '
+                   f'text-anchor="middle">{s["sum"] / 1e6:.1f}</text>')
+        if s["shape"] in measured:
+            ring(x, y0 + panel_h - height_of(measured[s["shape"]]["sum"], biggest), s["shape"])
+        out.append(f'<text x="{x:.1f}" y="{y0 + panel_h + 14:.1f}" font-size="11" '
+                   f'text-anchor="middle">{s["shape"]}</text>')
+
+    # Panel 2: the bytes on the wire per step, stacked by dimension.
+    y0 = top + panel_h + gap + 14
+    total = lambda s: sum(s[d] for d, _ in MESH_DIMENSIONS)
+    biggest = max(total(s) for s in shapes)
+    axis(y0, biggest, "bytes on the wire per step, all devices, by dimension")
+    for i, s in enumerate(shapes):
+        x = left + slot * i + slot / 2
+        held = s["tp"] == 1 or s["pp"] == 1
+        base = y0 + panel_h
+        for dimension, color in MESH_DIMENSIONS:
+            h = height_of(s[dimension], biggest)
+            if h <= 0:
+                continue
+            out.append(f'<rect x="{x - 18:.1f}" y="{base - h:.1f}" width="36" height="{h:.1f}" '
+                       f'fill="{color}" fill-opacity="{1 if held else 0.35}"><title>'
+                       f'{s["shape"]}: {dimension} {s[dimension]:,} bytes planned</title></rect>')
+            base -= h
+        lift = 11 if s["shape"] in measured else 4
+        out.append(f'<text x="{x:.1f}" y="{base - lift:.1f}" font-size="10" '
+                   f'text-anchor="middle">{total(s) / 1e6:.1f}</text>')
+        if s["shape"] in measured:
+            ring(x, y0 + panel_h - height_of(total(measured[s["shape"]]), biggest), s["shape"])
+        out.append(f'<text x="{x:.1f}" y="{y0 + panel_h + 14:.1f}" font-size="11" '
+                   f'text-anchor="middle">{s["shape"]}</text>')
+
+    # The legend: the dimensions' colours, the pale bars, the rings.
+    y = height - 14
+    x = left
+    for dimension, color in MESH_DIMENSIONS:
+        out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{color}"/>')
+        out.append(f'<text x="{x + 14}" y="{y}" font-size="11">{dimension}</text>')
+        x += 24 + 7 * len(dimension)
+    out.append(f'<rect x="{x}" y="{y - 9}" width="10" height="10" fill="{TOWER_COLORS[0]}" '
+               f'fill-opacity="0.35"/>')
+    out.append(f'<text x="{x + 14}" y="{y}" font-size="11">pale: planned, no program runs it '
+               f'yet</text>')
+    x += 230
+    out.append(f'<circle cx="{x + 5}" cy="{y - 4}" r="5" fill="#fff" stroke="#222" '
+               f'stroke-width="2"/>')
+    out.append(f'<text x="{x + 14}" y="{y}" font-size="11">measured by this build</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0f} {height:.0f}" '
+            f'width="{width:.0f}" height="{height:.0f}" font-family="sans-serif" role="img">'
+            + "".join(out) + "</svg>")

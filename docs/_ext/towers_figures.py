@@ -5,6 +5,7 @@
     ```{towers-ring} ringN            the ring all-reduce step by step (docs_ring_schedule)
     ```{towers-events} RUN            one step's records, waits and who waits for whom
     ```{towers-tensor} RUN            chapter 10's split: each rank's shards, f and g
+    ```{towers-mesh} SHAPES           chapter 11: memory and wire bytes per mesh shape
 """
 from pathlib import Path
 
@@ -145,4 +146,57 @@ class TensorDirective(GeneratedDirective):
             svg = towers_diagrams.tensor_figure(self.generated(".txt").read_text())
         except ValueError as error:
             raise self.error(f"{name}.txt: {error}")
+        return [svg_figure(self, svg), self.provenance()]
+
+
+class MeshDirective(GeneratedDirective):
+    """Chapter 11's memory and wire bytes against the mesh shape
+    (towers_diagrams.mesh_figure): the plan of every shape of N devices from SHAPES's
+    output (`11_mesh --plan --shapes N`), and a ring where a run of this build measured the
+    shape (`:runs:`, each a composed run's output of the same batch and micro-batches).
+
+        ```{towers-mesh} 11_mesh_shapes
+        :runs: 11_mesh_8x1x1 11_mesh_4x2x1
+        The caption.
+        ```
+
+    A run whose plan is not the shapes' line of its mesh (another batch or micro-batch
+    count), or whose mesh is not among them, fails the build: the rings would compare
+    different configurations.
+    """
+
+    has_content = True
+    option_spec = {"runs": directives.unchanged}
+
+    def run(self):
+        shapes_name = self.arguments[0]
+        try:
+            shapes = towers_diagrams.mesh_shapes(self.generated(".txt").read_text())
+        except ValueError as error:
+            raise self.error(f"{shapes_name}.txt: {error}")
+        planned = {s["shape"]: s for s in shapes}
+        measured = {}
+        names = self.options.get("runs", "").split()
+        for name in names:
+            self.arguments = [name]
+            lines = [line for line in self.generated(".txt").read_text().splitlines()
+                     if line.startswith("summary: ")]
+            if not lines:
+                raise self.error(f"{name}.txt has no `summary:` line")
+            row = dict(pair.split("=", 1) for pair in lines[-1].split()[1:] if "=" in pair)
+            shape = planned.get(row.get("mesh"))
+            if row.get("measured") != "yes" or shape is None:
+                raise self.error(f"{name} is not a measured run of a mesh of {shapes_name}")
+            if int(row["plan_sum_bytes"]) != shape["sum"] or any(
+                    int(row[f"plan_wire_{d}_bytes_per_step"]) != shape[d]
+                    for d in ("data", "tensor", "pipeline")):
+                raise self.error(f"{name}'s plan is not {shapes_name}'s line of {row['mesh']}: "
+                                 "run both at the same --batch-size and --micro-batches")
+            measured[row["mesh"]] = {
+                "sum": sum(int(v) for k, v in row.items()
+                           if k.startswith("peak_") and k.endswith("_bytes")),
+                **{d: int(row[f"wire_{d}_bytes_per_step"]) for d in ("data", "tensor", "pipeline")}}
+        self.arguments = [shapes_name]
+        svg = towers_diagrams.mesh_figure(shapes, measured)
+        # The runs' own provenance is under the tables that show them; the plan's is here.
         return [svg_figure(self, svg), self.provenance()]

@@ -331,7 +331,8 @@ class TimelineDirective(GeneratedDirective):
 def setup(app):
     # Figures drawn from the runs, and tables across pages, live in their own modules.
     from towers_experiment import ExperimentDirective
-    from towers_figures import EventsDirective, RingDirective, StepsDirective, TensorDirective
+    from towers_figures import (EventsDirective, MeshDirective, RingDirective, StepsDirective,
+                                TensorDirective)
     from towers_pages import CompareDirective, GpuChaptersDirective, GpuRunsDirective, LayersDirective
     import towers_sources
 
@@ -342,6 +343,7 @@ def setup(app):
                   "layers": LayersDirective, "gpu-chapters": GpuChaptersDirective,
                   "compare": CompareDirective, "experiment": ExperimentDirective,
                   "ring": RingDirective, "events": EventsDirective, "tensor": TensorDirective,
+                  "mesh": MeshDirective,
                   "timeline": TimelineDirective}
     for name, directive in directives.items():  # used in the pages as towers-NAME
         app.add_directive("towers-" + name, directive)

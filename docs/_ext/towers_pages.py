@@ -27,7 +27,10 @@ class CompareDirective(SummaryDirective):
 
     required_arguments = 0
     optional_arguments = 0
-    SECOND_TABLE_FROM = 5  # the chapter number the second table starts at
+    TABLES_FROM = (5, 9)  # the chapter numbers the second and third tables start at
+    # Programs whose other docs runs (PROGRAM_*) are their own page's, not columns here:
+    # chapter 11's meshes of 8 devices and its plans.
+    ONE_COLUMN = {"11_mesh"}
 
     def run(self):
         listed = []
@@ -42,15 +45,18 @@ class CompareDirective(SummaryDirective):
         for name in listed:
             if (generated / f"{name}.txt").is_file():
                 ran.append(name)
-                ran += sorted(path.stem for path in generated.glob(f"{name}_*.txt"))
+                if name not in self.ONE_COLUMN:
+                    ran += sorted(path.stem for path in generated.glob(f"{name}_*.txt"))
         if not ran:
             raise self.error(f"no chapter of {chapters} has output in {generated}")
-        # Fourteen columns do not fit a page's column at any width: two tables, chapters
-        # 0-4 (one process, the towers' first answers) and 5 on (ranks, overlap, graphs,
-        # sharding, pipelines), each with the key and meaning columns.
+        # Fifteen columns do not fit a page's column at any width: three tables, chapters
+        # 0-4 (one process, the towers' first answers), 5-8 (ranks, overlap, graphs,
+        # sharding) and 9 on (pipelines, a split layer, the mesh), each with the key and
+        # meaning columns.
         result = []
-        halves = ([n for n in ran if int(n[:2]) < self.SECOND_TABLE_FROM],
-                  [n for n in ran if int(n[:2]) >= self.SECOND_TABLE_FROM])
+        bounds = (0, *self.TABLES_FROM, 100)
+        halves = [[n for n in ran if low <= int(n[:2]) < high]
+                  for low, high in zip(bounds, bounds[1:])]
         for half in halves:
             if half:
                 self.arguments = half

@@ -273,7 +273,7 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   } else if (c.pp > 1) {
     plan.numerics_reference = "chapter 4's " + std::to_string(c.dp) +
                               " towers, each accumulating " + std::to_string(c.micro_batches) +
-                              " micro-batches (no run holds it yet)";
+                              " micro-batches, written out in chapter11_run_test (no program runs it)";
   } else {
     plan.numerics_reference = "04_nccl_iterator with " + std::to_string(c.dp) +
                               " tower(s), every ZeRO stage (chapter8_test)";

@@ -11,7 +11,10 @@
 // for bit (the same sums in the same order, now between processes); data parallelism
 // alone is chapter 5's 05_ranks with the ring, bit for bit; the pipeline alone chapter 9's
 // 09_pipeline --model cifar, bit for bit; data x tensor stays within chapter 10's bound of
-// chapter 5 (the tensor ranks cut local4's sums, as in chapter 10).
+// chapter 5 (the tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the
+// plan's reference, chapter 4's towers each accumulating m micro-batches, bit for bit: with
+// m = 1 that is chapter 5's ring itself, and for m > 1, which no program runs, the test
+// writes that reference out (towers_each_accumulating).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +23,19 @@
 #include <vector>
 
 #include "chapter10_helpers.hpp"
+#include "data/preprocess.hpp"
+#include "harness/input_queue.hpp"
+#include "harness/micro_batches.hpp"
+#include "harness/training_run.hpp"
+#include "model/network.hpp"
+#include "model/ops.hpp"
+#include "model/optimizer.hpp"
 #include "model/parameters.hpp"
 #include "parallel/mesh_plan.hpp"
 #include "parallel/pipeline_schedule.hpp"
 #include "program.hpp"
 #include "ranks.hpp"
+#include "runtime/runtime.hpp"
 
 namespace towers {
 namespace {
@@ -239,6 +250,91 @@ TEST(MeshBits, DataByTensorStaysWithinChapter10sBoundOfChapter5) {
     EXPECT_GT(differing, 0u) << "the sums are cut: some rounding must differ";
     EXPECT_EQ(beyond, 0u) << "dp 2 x tp " << t;
   }
+}
+
+// The plan's reference for data x pipeline, which no program runs: chapter 4's two towers
+// (replicas), each accumulating m micro-batches as 01_single_gpu --accumulate m does
+// (forward_backward_accumulated: the micro-batches' gradients summed in order, then / m),
+// the two means averaged as chapter 5's ring averages two ranks' (each element a + b, then
+// times 1/2), and one SGD update. Replica r trains on the r-th slice of each global batch
+// of 2 x `batch` images, as 11_mesh's replica r (and chapter 5's rank r) does. Returns the
+// parameters after `steps` steps from --seed `seed`, on one simulated device.
+std::vector<float> towers_each_accumulating(int micro_batches, int batch, int steps,
+                                            std::uint64_t seed) {
+  constexpr int kReplicas = 2;  // the ring's sum of two is a + b: one order only
+  ops::set_host_op_threads(1);  // as each of 11_mesh's simulated devices
+  auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
+  Device& device = runtime->device(0);
+  auto stream = device.create_stream();
+  const data::Dataset train = load_training_set("");
+  InputQueue queue(train, kReplicas * batch, seed);
+  model::Network network(device, batch / micro_batches);
+  const std::size_t count = model::kNumParameters;
+  Buffer params = device.allocate(count * sizeof(float));
+  Buffer micro_grads = device.allocate(count * sizeof(float));
+  std::vector<Buffer> grads;
+  for (int r = 0; r < kReplicas; ++r) grads.push_back(device.allocate(count * sizeof(float)));
+  Buffer images = device.allocate(sizeof(float) * kReplicas * batch * data::kCropValues);
+  Buffer labels = device.allocate(sizeof(std::int32_t) * kReplicas * batch);
+  Buffer losses = device.allocate_pinned(sizeof(float) * model::kLossCount * micro_batches);
+  const model::TrainingState state = fresh_state(seed);
+  std::copy(state.params.begin(), state.params.end(), params.as<float>());  // host memory
+  const std::int64_t steps_per_decay = model::decay_steps(batch, kReplicas);
+  for (int step = 0; step < steps; ++step) {
+    queue.dequeue(images.as<float>(), labels.as<std::int32_t>());
+    for (int r = 0; r < kReplicas; ++r) {
+      forward_backward_accumulated(*stream, network, params.as<float>(),
+                                   images.as<float>() + r * batch * data::kCropValues,
+                                   labels.as<int>() + r * batch, micro_batches,
+                                   micro_grads.as<float>(), grads[r].as<float>(),
+                                   losses.as<float>());
+      stream->synchronize();
+    }
+    float* mean = grads[0].as<float>();
+    const float* other = grads[1].as<float>();
+    for (std::size_t i = 0; i < count; ++i) mean[i] = (mean[i] + other[i]) * 0.5f;
+    model::apply_gradients(*stream, model::learning_rate(step, steps_per_decay), mean,
+                           params.as<float>());
+    stream->synchronize();
+  }
+  return {params.as<float>(), params.as<float>() + count};
+}
+
+TEST(MeshBits, DataByPipelineIsChapter5sRingWithOneMicroBatchBitForBit) {
+  // m = 1: each replica's pipeline is one forward and backward, chapter 5's rank's.
+  const auto mesh = temp_file("dp2-pp2-m1"), ch5 = temp_file("ch5-dp2-pp2");
+  const RankRun a = run_ranks("11_mesh", 4, "--dp 2 --pp 2 --micro-batches 1 " + kSmall +
+                                                "--save-params " + mesh.string());
+  const RankRun b = run_ranks("05_ranks", 2, kSmall + "--backend host --allreduce ring --save-params " +
+                                                 ch5.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(a.last("numerics"), "bit_identical");
+  EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+}
+
+TEST(MeshBits, DataByPipelineIsTowersEachAccumulatingBitForBit) {
+  // m = 2 on each of 2 replicas of 2 stages, both schedules: the replicas' means of their
+  // micro-batches, then averaged, are the reference's bits. Chapter 1 accumulating all four
+  // micro-batches in one sum is not: ((a + b) + c) + d rounds otherwise than (a + b) + (c + d),
+  // so the order the mesh adds in is what the test holds.
+  const std::string args = "--dp 2 --pp 2 --micro-batches 2 --batch-size 2 --steps 2 ";
+  const std::vector<float> reference = towers_each_accumulating(2, 2, 2, 1);
+  for (const char* schedule : {"1f1b", "gpipe"}) {
+    const auto mesh = temp_file(std::string("dp2-pp2-") + schedule);
+    const RankRun a = run_ranks("11_mesh", 4, args + "--schedule " + schedule +
+                                                  " --save-params " + mesh.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.last("numerics"), "bit_identical");
+    EXPECT_TRUE(same_bits(saved_params(mesh), reference)) << schedule;
+  }
+  const auto ch1 = temp_file("ch1-accumulate4");
+  const ProgramRun c = run("01_single_gpu", "--backend host --accumulate 4 --batch-size 4 "
+                                            "--steps 2 --save-params " + ch1.string());
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_FALSE(same_bits(saved_params(ch1), reference))
+      << "one sum of all four micro-batches gave the replicas' bits: the test cannot tell the "
+         "orders apart";
 }
 
 }  // namespace

@@ -10,13 +10,16 @@ checks that every multi-tower chapter of scripts/tutorial.chapters gets --device
 --towers-per-device K with D <= G and D x K towers, that single-device chapters get no
 --devices, that a chapter with a launcher (chapter 5) is started by mpiexec with one
 rank per tower (at most one per GPU), --oversubscribe, and no --devices, and is skipped
-with a line when there is no mpiexec; that other flags reach every chapter; that
+with a line when there is no mpiexec; that a host-only chapter (gpu-check's host_only
+list: chapter 11) gets as many ranks as towers whatever the GPUs, never --backend, and
+its {mesh} as --dp a --tp b --pp c of that many devices, composed when the count allows; that other flags reach every chapter; that
 [bracketed] flags of the list (chapter 6's --link-gbps) reach the chapter on simulated
 devices only, without the brackets; that --help prints the tutorial's own help and exits
 0 without running anything; and that a bad --devices is refused before anything runs.
 It also checks the closing table: the stand-ins print their chapter's summary keys, and
 each row counts what ran at once in its chapter's own unit (towers; ranks for chapter 5;
-pipeline stages for chapter 9, which the real program counts only under --probe).
+pipeline stages for chapter 9, which the real program counts only under --probe; ranks
+for chapter 11, its row named by its mesh).
 """
 import os
 import re
@@ -38,6 +41,7 @@ CASES = [
     (2, ["--devices", "3"], 3, (1, 3)),  # 3 towers do not split over 2 GPUs evenly
     (0, ["--devices", "8", "--backend", "host"], 8, (8, 1)),
     (0, ["--devices", "1", "--backend", "host"], 1, (1, 1)),  # one tower: no link to size
+    (2, ["--devices", "6", "--backend=cuda"], 6, (2, 3)),  # --backend=: the host-only get none
 ]
 
 
@@ -57,6 +61,8 @@ SUMMARIES = {
                  [("05_ranks", "2 ranks", "2 ranks")]),
     "09_pipeline": (["schedule=1f1b stages=4 micro_batches=8$probe"],
                     [("09_pipeline (1f1b)", "4 stages", "4 stages")]),
+    "11_mesh": (["mesh=2x2x1 devices=4 dp=2 tp=2 pp=1 schedule=1f1b step_ms=3.0"],
+                [("11_mesh (2x2x1)", "4 ranks", "-")]),
 }
 PROBE = "rendezvous=met probe_concurrent_stages=4"
 
@@ -98,6 +104,29 @@ def chapter_lines(source):
         if fields[0] and not fields[0].startswith("#"):
             rows.append(fields[:4])
     return rows
+
+
+def host_only(source):
+    """gpu-check's host_only list: the chapters with no CUDA path (the tutorial reads it)."""
+    text = (source / "scripts/gpu-bench.d/1-40-new-chapters.sh").read_text()
+    found = re.search(r"^host_only=\((.*)\)$", text, re.M)
+    return set(found[1].split()) if found else set()
+
+
+def check_mesh(case, name, args, towers, failures):
+    """{mesh}: --dp a --tp b --pp c of as many devices as towers, two dimensions above one
+    whenever the count is even and at least 4 (chapter 11 composes them)."""
+    degrees = re.search(r"--dp (\d+) --tp (\d+) --pp (\d+)", args)
+    if not degrees:
+        failures.append(f"{case}: {name} got no mesh (--dp --tp --pp): {args}")
+        return
+    dp, tp, pp = (int(d) for d in degrees.groups())
+    if dp * tp * pp != towers:
+        failures.append(f"{case}: {name}'s mesh {dp}x{tp}x{pp} is not {towers} devices")
+    if towers % 2 == 0 and towers >= 4 and sum(d > 1 for d in (dp, tp, pp)) < 2:
+        failures.append(f"{case}: {name}'s mesh {dp}x{tp}x{pp} composes nothing")
+    if "{" in args or "--backend" in args:
+        failures.append(f"{case}: host-only {name} got a placeholder or --backend: {args}")
 
 
 def chapters(source):
@@ -172,9 +201,10 @@ def stand_ins(root, source, gpus):
     return bin_dir, path_dir
 
 
-def check_launched(case, name, out, args, towers, gpus, failures):
-    """A launcher chapter: mpiexec with one rank per tower (at most one per GPU)."""
-    ranks = min(towers, gpus) if gpus else towers
+def check_launched(case, name, out, args, towers, gpus, failures, host=False):
+    """A launcher chapter: mpiexec with one rank per tower (at most one per GPU, unless
+    the chapter runs on the host backend alone)."""
+    ranks = min(towers, gpus) if gpus and not host else towers
     launched = re.search(rf"^launched: mpiexec (.*?) \S*/{re.escape(name)}( |$)", out, re.M)
     if not launched:
         failures.append(f"{case}: {name} was not started by mpiexec")
@@ -210,6 +240,10 @@ def without_mpiexec(source):
 def main():
     source = Path(sys.argv[1]).resolve()
     failures = []
+    hosts = host_only(source)
+    if not hosts & {name for name, _, _ in chapters(source)}:
+        failures.append("no chapter of scripts/tutorial.chapters is on gpu-check's host_only "
+                        "list: the host-only checks below check nothing")
     for gpus, flags, towers, expected in CASES:
         with tempfile.TemporaryDirectory() as tmp:
             bin_dir, path_dir = stand_ins(Path(tmp), source, gpus)
@@ -235,8 +269,11 @@ def main():
                     failures.append(f"{case}: single-device {name} got --devices: {args}")
                 continue
             want_towers = towers or int(default)
+            if name in hosts:
+                check_mesh(case, name, args, want_towers, failures)
             if launcher:
-                check_launched(case, name, done.stdout, args, want_towers, gpus, failures)
+                check_launched(case, name, done.stdout, args, want_towers, gpus, failures,
+                               host=name in hosts)
                 continue
             want = expected or ((1, want_towers) if gpus == 1 else (want_towers, 1))
             if not placed or (int(placed[1]), int(placed[2])) != want:
