@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/sharded_variables.hpp"
 
+#include <stdexcept>
+
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -11,20 +13,44 @@ namespace towers {
 
 namespace {
 constexpr std::size_t kAll = model::kNumParameters;
-}  // namespace
 
-ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
-                                   const ZeroOptions& options, WireBytes* wire)
-    : towers_(towers), options_(options) {
-  const int zero = options.stage;
-  const int num_gpus = static_cast<int>(towers.size());
-  // The ring on every backend, for every stage: --zero 0 and the others then add the same
-  // numbers in the same order, and end with the same bits. Only the collective the stage
-  // uses is made, so the ledger's communication line is its own.
+std::vector<int> devices_of(const std::vector<std::unique_ptr<Tower>>& towers) {
   std::vector<int> device_of_tower;
   for (const auto& tower : towers) device_of_tower.push_back(tower->device->index());
-  if (zero == 0) allreduce_ = make_ring_allreduce(runtime, device_of_tower, kAll, wire);
-  if (zero >= 1) halves_ = make_ring_collectives(runtime, device_of_tower, kAll, wire);
+  return device_of_tower;
+}
+}  // namespace
+
+// The ring on every backend, for every stage: --zero 0 and the others then add the same
+// numbers in the same order, and end with the same bits. Only the collective the stage
+// uses is made, so the ledger's communication line is its own.
+ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
+                                   const ZeroOptions& options, WireBytes* wire)
+    : ShardedVariables(
+          /*in_process=*/true, towers, options,
+          options.stage == 0 ? make_ring_allreduce(runtime, devices_of(towers), kAll, wire) : nullptr,
+          options.stage >= 1 ? make_ring_collectives(runtime, devices_of(towers), kAll, wire) : nullptr,
+          wire) {}
+
+ShardedVariables::ShardedVariables(std::vector<std::unique_ptr<Tower>>& towers,
+                                   const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
+                                   std::unique_ptr<ShardedCollectives> halves)
+    : ShardedVariables(/*in_process=*/false, towers, options, std::move(allreduce),
+                       std::move(halves), nullptr) {}
+
+ShardedVariables::ShardedVariables(bool in_process, std::vector<std::unique_ptr<Tower>>& towers,
+                                   const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
+                                   std::unique_ptr<ShardedCollectives> halves, WireBytes* wire)
+    : towers_(towers), options_(options), allreduce_(std::move(allreduce)), halves_(std::move(halves)) {
+  const int zero = options.stage;
+  const int num_gpus = static_cast<int>(towers.size());
+  if (zero == 3 && !in_process) {
+    throw std::invalid_argument("ShardedVariables: ZeRO-3 gathers layers from the towers of one "
+                                "process; collectives made elsewhere cover stages 0 to 2");
+  }
+  if ((zero == 0 && !allreduce_) || (zero >= 1 && !halves_)) {
+    throw std::invalid_argument("ShardedVariables: no collective for ZeRO-" + std::to_string(zero));
+  }
 
   // docs-begin: sharded-state
   // Who holds what. Moving averages: whole with --zero 0; from --zero 1 on only the

@@ -59,6 +59,14 @@ class ShardedVariables : public Placement {
   /// load_from_host() fills the variables.
   ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
                    const ZeroOptions& options, WireBytes* wire);
+  /// The same placement with collectives made elsewhere (chapter 11: one tower per
+  /// process, the collectives over MPI, counting their own bytes): `allreduce` for stage 0,
+  /// `halves` for stages 1 and 2; the other may be null. Throws std::invalid_argument for
+  /// stage 3 (LayerGather reads the other towers' shards in this process) or a missing
+  /// collective.
+  ShardedVariables(std::vector<std::unique_ptr<Tower>>& towers, const ZeroOptions& options,
+                   std::unique_ptr<AllReduce> allreduce,
+                   std::unique_ptr<ShardedCollectives> halves);
   ~ShardedVariables() override;
 
   /// Enqueues tower `i`'s share of the step on its stream, after the caller has ordered
@@ -94,6 +102,12 @@ class ShardedVariables : public Placement {
   void load_from_host(const model::TrainingState& state) override;
 
  private:
+  // Both public constructors: the placement, given its collectives. `in_process`: the
+  // towers share this process, so stage 3's LayerGather can read each other's shards.
+  ShardedVariables(bool in_process, std::vector<std::unique_ptr<Tower>>& towers,
+                   const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
+                   std::unique_ptr<ShardedCollectives> halves, WireBytes* wire);
+
   std::vector<std::unique_ptr<Tower>>& towers_;
   ZeroOptions options_;
   std::unique_ptr<AllReduce> allreduce_;         // stage 0
