@@ -8,11 +8,11 @@
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
 // Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
-// x tensor or data x pipeline with SGD, momentum or Adam; ZeRO-1 and -2 on data
+// x tensor or data x pipeline with SGD, momentum or Adam; ZeRO-1 to 3 on data
 // parallelism alone; the host backend; mesh_run.hpp), one process per device, one
 // communicator per dimension, and prints the plan beside what the run measured. What is
 // planned but not run yet (a pipeline beside tensor parallelism, ZeRO beside tensor or
-// pipeline parallelism, ZeRO-3) is refused before the run starts.
+// pipeline parallelism) is refused before the run starts.
 #include <cstdio>
 #include <string>
 
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
-               "SGD, momentum or Adam; ZeRO-1 and -2 with data parallelism alone; host backend) "
+               "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
                "and prints the plan beside what it measured."};
   MeshConfig config;
   bool plan_only = false;

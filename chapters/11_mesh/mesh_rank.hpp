@@ -46,8 +46,8 @@ std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watch
                                           const model::TrainingState& state, std::uint64_t seed);
 
 /// Chapter 8's rank for the one tower of `set` (tp = 1, pp = 1; sharded_rank.cpp):
-/// ShardedVariables at `config.zero` (0 to 2) with `config.optimizer`, its collectives over
-/// the data communicator.
+/// ShardedVariables at `config.zero` with `config.optimizer`, its collectives over the
+/// data communicator.
 std::unique_ptr<MeshRank> make_sharded_rank(const MeshRanks& mesh, Watchdog& watchdog, TowerSet& set,
                                             const data::Dataset& train, const MeshConfig& config,
                                             const model::TrainingState& state, std::uint64_t seed);

@@ -7,7 +7,8 @@
 //                                 data ring.
 //   ShardedRank (tp = 1, pp = 1)  chapter 8's, with --zero or momentum or Adam
 //                                 (sharded_rank.cpp): its shard of the state, the ring's
-//                                 two halves over the data communicator.
+//                                 two halves over the data communicator (ZeRO-3: and
+//                                 each layer gathered over it).
 //   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
 //                                 the replica's batch, g and f over the tensor ring, then
 //                                 the slice's gradients averaged over the data ring, and
@@ -300,14 +301,13 @@ double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, do
 
 std::string mesh_run_problem(const MeshConfig& c) {
   const std::string today = "the composed run covers data x tensor and data x pipeline today "
-                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 or 2 "
+                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
                             "with data parallelism alone; the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
   if (c.pp > 1 && c.tp > 1) {
     return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
            " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
   }
-  if (c.zero == 3) return today + "--zero 3 is planned, not run" + plan;
   if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
     return today + "--zero " + std::to_string(c.zero) + " beside " +
            (c.tp > 1 ? "tensor" : "pipeline") + " parallelism is planned, not run" + plan;

@@ -4,7 +4,7 @@
 // (mpi/mesh_ranks.hpp).
 //
 // What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 with SGD,
-// momentum or Adam, ZeRO-1 and -2 on data parallelism alone, the host backend. Each rank
+// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend. Each rank
 // is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
 // model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's

@@ -81,8 +81,10 @@ std::uint64_t ring_reduce_scatter_sendrecv(float* data, std::size_t count, float
 
 /// The second half of ring_average_sendrecv, alone: every rank's chunk
 /// ring_chunk(count, ranks, rank + 1) of `data` copied into every other rank's buffer.
-/// Returns the bytes this rank sent.
-std::uint64_t ring_all_gather_sendrecv(float* data, std::size_t count, MPI_Comm comm);
+/// Only the elements in `bucket` take part, `data` holding them from data[0] on (ZeRO-3
+/// gathers one layer: each rank's part of it must be in place first). Returns the bytes
+/// this rank sent.
+std::uint64_t ring_all_gather_sendrecv(float* data, std::size_t count, MPI_Comm comm, Chunk bucket);
 
 /// Makes the all-reduce `choice` names for this rank, whose tower runs on `device`, for
 /// up to `max_count` floats. Throws UsageError, saying what to use instead, for mpi or ring

@@ -249,10 +249,9 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
-  // 11_mesh's composed run: data x tensor or data x pipeline at ZeRO-0, and ZeRO-1 or -2
-  // on data parallelism alone, with every optimizer (chapter11_run_test holds it).
-  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid &&
-                            (c.zero == 0 || (chapter8 && c.zero <= 2));
+  // 11_mesh's composed run: data x tensor or data x pipeline at ZeRO-0, and every ZeRO
+  // stage on data parallelism alone, with every optimizer (chapter11_run_test holds it).
+  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid && (c.zero == 0 || chapter8);
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;

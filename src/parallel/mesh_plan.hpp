@@ -30,8 +30,8 @@
 //
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
 // the plan to its run category by category. A mesh of data x tensor or data x pipeline
-// (ZeRO-0, every optimizer) and data parallelism alone at ZeRO-1 and -2 run as 11_mesh's
-// composed run, and chapter11_run_test holds the plan to it the same way. A pipeline
+// (ZeRO-0, every optimizer) and data parallelism alone at every ZeRO stage run as
+// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A pipeline
 // beside tensor parallelism, or ZeRO beside tensor or pipeline parallelism, has no run
 // yet: its plan composes the same forms, and `held_by_run` says so.
 #pragma once
@@ -101,8 +101,8 @@ struct MeshPlan {
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
-  /// data x tensor or data x pipeline at ZeRO-0, or data parallelism alone at ZeRO-1 or -2
-  /// (11_mesh's composed run, every optimizer).
+  /// data x tensor or data x pipeline at ZeRO-0, or data parallelism alone at any ZeRO
+  /// stage (11_mesh's composed run, every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/mesh_shards.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "mpi/mpi_check.hpp"
+#include "model/gradient_layers.hpp"
+#include "model/parameters.hpp"
 #include "parallel/allreduce_mpi.hpp"
 
 namespace towers {
@@ -73,7 +77,57 @@ void MeshShards::all_gather(std::span<float* const> buffers, std::size_t count,
   float* data = one_tower(buffers, count, streams);
   MPI_Comm comm = comm_;
   enqueue(*streams[0], what_ + " all-gather",
-          [=] { return ring_all_gather_sendrecv(data, count, comm); });
+          [=] { return ring_all_gather_sendrecv(data, count, comm, Chunk{0, count}); });
+}
+
+MeshLayerGather::MeshLayerGather(Tower& tower, const float* shard, Chunk owned, MPI_Comm comm,
+                                 Watchdog& watchdog, std::string what)
+    : tower_(tower), shard_(shard), owned_(owned), comm_(comm), watchdog_(watchdog),
+      what_(std::move(what)),
+      window_(tower.device->allocate(LayerGather::window_elements() * sizeof(float),
+                                     MemoryCategory::kParameters)) {}
+
+model::Network::LayerParams MeshLayerGather::hooks(int tower) {
+  if (tower != 0) {
+    throw std::invalid_argument(what_ + ": one tower per process, so no tower " + std::to_string(tower));
+  }
+  return {[this](int layer) { return acquire(layer); }, [this](int layer) { release(layer); }};
+}
+
+const float* MeshLayerGather::acquire(int layer) {
+  const std::size_t use = next_use_;
+  if (LayerGather::schedule()[use] != layer) {
+    throw std::logic_error(what_ + ": the pass asked for layer " + std::to_string(layer) +
+                           " where the schedule has " + std::to_string(LayerGather::schedule()[use]));
+  }
+  const Chunk range = LayerGather::layer_of_use(use);
+  float* into = window_.as<float>() + LayerGather::window_offset(use);
+  // This rank's piece of the layer goes into place first; the ring brings the others'.
+  const Chunk mine = overlap(owned_, range);
+  const float* from = mine.size > 0 ? shard_ + (mine.offset - owned_.offset) : nullptr;
+  float* to = mine.size > 0 ? into + (mine.offset - range.offset) : nullptr;
+  const std::string what = what_ + " " + model::gradient_layers()[static_cast<std::size_t>(layer)].name;
+  const int step = step_;
+  MPI_Comm comm = comm_;
+  tower_.stream->launch(
+      what,
+      [this, what, step, from, to, mine, into, range, comm] {
+        if (mine.size > 0) std::memcpy(to, from, mine.size * sizeof(float));
+        Watchdog::Scope waiting(watchdog_, what, step);
+        sent_ += ring_all_gather_sendrecv(into, model::kNumParameters, comm, range);
+      },
+      [this](const CudaLaunchContext&) {
+        throw std::logic_error(what_ + " reads host memory; it ran on a GPU stream");
+      });
+  return into;
+}
+
+void MeshLayerGather::release(int layer) {
+  if (LayerGather::schedule()[next_use_] != layer) {
+    throw std::logic_error(what_ + ": released layer " + std::to_string(layer) + " out of order");
+  }
+  // The compute stream runs the next gather after this layer's last op: the end is free.
+  next_use_ = (next_use_ + 1) % LayerGather::schedule().size();
 }
 
 }  // namespace towers

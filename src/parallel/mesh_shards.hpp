@@ -12,7 +12,17 @@
 // buffer, the largest chunk, is in the device's ledger (communication), where chapter 8's
 // in-process ring has it and the plan counts it; the bytes this rank sends are counted
 // where they are sent. Host backend: this MPI reads host memory. Used from the training
-// thread. Introduced in chapter 11.
+// thread.
+//
+// MeshLayerGather: ZeRO-3's layer gathers between the data ranks. Chapter 8's LayerGather
+// let each tower pull the pieces of a layer from the other towers' shards; here each rank
+// holds only its own shard, so every rank gathers every layer together with the others,
+// the ring's all-gather of that layer alone (ring_all_gather_sendrecv with the layer as
+// its bucket), into the same two-ended window of LayerGather::window_elements() floats.
+// The gather runs on the tower's compute stream just before the layer's first op, as
+// chapter 8's --gather-prefetch off: nothing computes beside it. The bytes are the
+// all-gather's, (N-1) pieces of each layer per rank, as chapter 8 counts them.
+// Introduced in chapter 11.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +35,8 @@
 
 #include "mpi/watchdog.hpp"
 #include "parallel/allreduce.hpp"
+#include "parallel/layer_gather.hpp"
+#include "parallel/tower.hpp"
 #include "runtime/runtime.hpp"
 
 namespace towers {
@@ -70,6 +82,43 @@ class MeshShards final : public ShardedCollectives {
   Watchdog& watchdog_;
   std::string what_;
   Buffer receive_;
+  int step_ = 0;
+  std::atomic<std::uint64_t> sent_{0};
+};
+
+/// ZeRO-3's layer gathers over one mesh communicator, for the one tower of this process.
+class MeshLayerGather final : public LayerSource {
+ public:
+  /// `tower` holds `shard`, the range `owned` of the flat parameters (the reduce-scatter's
+  /// shard of its rank: MeshShards::shard). Allocates the window (window_elements() floats,
+  /// MemoryCategory::kParameters, as chapter 8's LayerGather). `what` names the gathers in
+  /// the trace and the watchdog's message.
+  MeshLayerGather(Tower& tower, const float* shard, Chunk owned, MPI_Comm comm, Watchdog& watchdog,
+                  std::string what);
+
+  /// The hooks of this process's tower (`tower` must be 0): acquire(k) enqueues layer k's
+  /// gather on the compute stream and returns where it lands; release(k) moves on.
+  /// Throws std::logic_error when a pass asks for another layer than
+  /// LayerGather::schedule() says.
+  model::Network::LayerParams hooks(int tower) override;
+
+  /// The step the next gathers belong to, for the watchdog's message.
+  void set_step(int step) { step_ = step; }
+  /// Bytes this rank has sent so far (read after the stream has finished).
+  std::uint64_t bytes_sent() const { return sent_.load(); }
+
+ private:
+  const float* acquire(int layer);
+  void release(int layer);
+
+  Tower& tower_;
+  const float* shard_;
+  Chunk owned_;
+  MPI_Comm comm_;
+  Watchdog& watchdog_;
+  std::string what_;
+  Buffer window_;
+  std::size_t next_use_ = 0;  // position in LayerGather::schedule() of the next acquire
   int step_ = 0;
   std::atomic<std::uint64_t> sent_{0};
 };

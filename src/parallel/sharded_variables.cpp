@@ -27,28 +27,23 @@ std::vector<int> devices_of(const std::vector<std::unique_ptr<Tower>>& towers) {
 ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
                                    const ZeroOptions& options, WireBytes* wire)
     : ShardedVariables(
-          /*in_process=*/true, towers, options,
+          towers, options,
           options.stage == 0 ? make_ring_allreduce(runtime, devices_of(towers), kAll, wire) : nullptr,
           options.stage >= 1 ? make_ring_collectives(runtime, devices_of(towers), kAll, wire) : nullptr,
-          wire) {}
+          [&towers, wire, prefetch = options.gather_prefetch](std::vector<const float*> shards,
+                                                              std::vector<Chunk> owned) {
+            return std::make_unique<LayerGather>(towers, std::move(shards), std::move(owned),
+                                                 wire, prefetch);
+          }) {}
 
 ShardedVariables::ShardedVariables(std::vector<std::unique_ptr<Tower>>& towers,
                                    const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
-                                   std::unique_ptr<ShardedCollectives> halves)
-    : ShardedVariables(/*in_process=*/false, towers, options, std::move(allreduce),
-                       std::move(halves), nullptr) {}
-
-ShardedVariables::ShardedVariables(bool in_process, std::vector<std::unique_ptr<Tower>>& towers,
-                                   const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
-                                   std::unique_ptr<ShardedCollectives> halves, WireBytes* wire)
+                                   std::unique_ptr<ShardedCollectives> halves,
+                                   LayerSourceMaker gathers)
     : towers_(towers), options_(options), allreduce_(std::move(allreduce)), halves_(std::move(halves)) {
   const int zero = options.stage;
   const int num_gpus = static_cast<int>(towers.size());
-  if (zero == 3 && !in_process) {
-    throw std::invalid_argument("ShardedVariables: ZeRO-3 gathers layers from the towers of one "
-                                "process; collectives made elsewhere cover stages 0 to 2");
-  }
-  if ((zero == 0 && !allreduce_) || (zero >= 1 && !halves_)) {
+  if ((zero == 0 && !allreduce_) || (zero >= 1 && !halves_) || (zero == 3 && !gathers)) {
     throw std::invalid_argument("ShardedVariables: no collective for ZeRO-" + std::to_string(zero));
   }
 
@@ -82,11 +77,7 @@ ShardedVariables::ShardedVariables(bool in_process, std::vector<std::unique_ptr<
     optimizers_.emplace_back(options.optimizer, *tower.device, *tower.stream, held_[i].size);
     streams_.push_back(tower.stream.get());
   }
-  if (zero == 3) {
-    gather_ = std::make_unique<LayerGather>(
-        towers, std::vector<const float*>(params_.begin(), params_.end()), held_, wire,
-        options.gather_prefetch);
-  }
+  if (zero == 3) gather_ = gathers(std::vector<const float*>(params_.begin(), params_.end()), held_);
   // docs-end: sharded-state
 }
 

@@ -3,15 +3,15 @@
 // the chapters it composes.
 //
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
-// runs today (data x tensor, data x pipeline; one with GPipe), and a dozen meshes with
-// momentum or Adam on every kind of rank and ZeRO-1 and -2 on data parallelism alone,
+// runs today (data x tensor, data x pipeline; one with GPipe), and fourteen meshes with
+// momentum or Adam on every kind of rank and ZeRO-1 to 3 on data parallelism alone,
 // two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
 //
 // The numerics class: tensor parallelism alone is chapter 10's 10_tensor with the ring, bit
 // for bit (the same sums in the same order, now between processes); data parallelism
-// alone is chapter 5's 05_ranks with the ring, bit for bit, and with ZeRO-1 or -2 or
+// alone is chapter 5's 05_ranks with the ring, bit for bit, and with ZeRO-1 to 3 or
 // momentum or Adam chapter 8's 08_sharded, bit for bit; the pipeline alone chapter 9's
 // 09_pipeline --model cifar, bit for bit, and with momentum or Adam (one micro-batch)
 // 08_sharded's one tower; data x tensor stays within chapter 10's bound of chapter 5 (the
@@ -158,7 +158,7 @@ INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          ::testing::ValuesIn(shapes_of_1_2_4()),
                          shape_name);
 
-// The optimizers that keep state, on every kind of rank (ZeRO-0), and ZeRO-1 and -2 on data
+// The optimizers that keep state, on every kind of rank (ZeRO-0), and ZeRO-1 to 3 on data
 // parallelism alone, every optimizer; three replicas shard Ψ unevenly (one element more
 // for the first shard), the largest device's shard then the plan's ceil(Ψ/3).
 std::vector<Shape> optimizer_and_zero_shapes() {
@@ -169,6 +169,7 @@ std::vector<Shape> optimizer_and_zero_shapes() {
       {1, 1, 1, "1f1b", 1, "sgd"},      {2, 1, 1, "1f1b", 1, "sgd"},
       {3, 1, 1, "1f1b", 1, "momentum"}, {4, 1, 1, "1f1b", 1, "adam"},
       {2, 1, 1, "1f1b", 2, "adam"},     {3, 1, 1, "1f1b", 2, "sgd"},
+      {2, 1, 1, "1f1b", 3, "momentum"}, {3, 1, 1, "1f1b", 3, "adam"},
   };
 }
 
@@ -214,9 +215,9 @@ TEST(MeshBits, DataAloneIsChapter5sRingBitForBit) {
   EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
 }
 
-// Chapter 8's rank, one per process: ZeRO-0, -1 and -2 with each optimizer are 08_sharded's
+// Chapter 8's rank, one per process: every ZeRO stage with each optimizer is 08_sharded's
 // towers bit for bit (the ring's halves over MPI, rank r owning the shard chapter 8's tower
-// r owns, the same rules element by element). Three replicas: the chunks are uneven and
+// r owns, the same rules element by element; ZeRO-3's layers gathered exactly). Three replicas: the chunks are uneven and
 // each is added in its own order.
 TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
   struct Case {
@@ -224,7 +225,8 @@ TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
     const char* optimizer;
   };
   std::vector<std::vector<float>> params;
-  for (const Case& c : {Case{0, "adam"}, Case{1, "momentum"}, Case{2, "adam"}, Case{1, "sgd"}}) {
+  for (const Case& c : {Case{0, "adam"}, Case{1, "momentum"}, Case{2, "adam"}, Case{1, "sgd"},
+                        Case{3, "momentum"}}) {
     const std::string what = "--zero " + std::to_string(c.zero) + " --optimizer " + c.optimizer + " ";
     const std::string name = "z" + std::to_string(c.zero) + "-" + c.optimizer;
     const auto mesh = temp_file("dp3-" + name), ch8 = temp_file("ch8-" + name);
