@@ -8,10 +8,11 @@
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
 // Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
-// x tensor or data x pipeline, ZeRO-0, SGD, the host backend; mesh_run.hpp), one process
-// per device, one communicator per dimension, and prints the plan beside what the run
-// measured. What is planned but not run yet (a pipeline beside tensor parallelism, ZeRO
-// 1-3, momentum and Adam) is refused before the run starts.
+// x tensor or data x pipeline with SGD, momentum or Adam; ZeRO-1 to 3 on data
+// parallelism alone; the host backend; mesh_run.hpp), one process per device, one
+// communicator per dimension, and prints the plan beside what the run measured. What is
+// planned but not run yet (a pipeline beside tensor parallelism, ZeRO beside tensor or
+// pipeline parallelism) is refused before the run starts.
 #include <cstdio>
 #include <string>
 
@@ -85,8 +86,8 @@ void print_plan(const MeshPlan& plan) {
   std::printf("%s\n", plan.held_by_run
                           ? "held to a run: a program runs this mesh (a chapter, or 11_mesh's "
                             "composed run), and chapter 11's tests compare every category with it"
-                          : "not held to a run yet: no program runs this mesh (a pipeline with "
-                            "another dimension, or ZeRO/momentum/Adam beside tensor parallelism); "
+                          : "not held to a run yet: no program runs this mesh (a pipeline beside "
+                            "tensor parallelism, or ZeRO beside tensor or pipeline parallelism); "
                             "these numbers compose the 1-D forms");
 }
 
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
-               "ZeRO-0, SGD, host backend) and prints the plan beside what it measured."};
+               "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
+               "and prints the plan beside what it measured."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// MeshRank: one rank of chapter 11's composed run, what the run's loop asks of it. Three
-// kinds (mesh_run.cpp and stage_rank.cpp): chapter 5's rank (tp = 1, pp = 1), chapter
+// MeshRank: one rank of chapter 11's composed run, what the run's loop asks of it. Four
+// kinds (mesh_run.cpp, stage_rank.cpp, sharded_rank.cpp): chapter 5's rank (tp = 1,
+// pp = 1), chapter 8's (the same with --zero or an optimizer that keeps state), chapter
 // 10's tensor rank (tp > 1) and chapter 9's pipeline stage (pp > 1, tp = 1).
 #pragma once
 
@@ -43,5 +44,12 @@ class MeshRank {
 std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watchdog,
                                           Runtime& runtime, const data::Dataset& train, const MeshConfig& config,
                                           const model::TrainingState& state, std::uint64_t seed);
+
+/// Chapter 8's rank for the one tower of `set` (tp = 1, pp = 1; sharded_rank.cpp):
+/// ShardedVariables at `config.zero` with `config.optimizer`, its collectives over the
+/// data communicator.
+std::unique_ptr<MeshRank> make_sharded_rank(const MeshRanks& mesh, Watchdog& watchdog, TowerSet& set,
+                                            const data::Dataset& train, const MeshConfig& config,
+                                            const model::TrainingState& state, std::uint64_t seed);
 
 }  // namespace towers

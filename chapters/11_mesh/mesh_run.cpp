@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: MIT
-// The composed run, rank by rank (mesh_run.hpp). Three kinds of rank share the loop
+// The composed run, rank by rank (mesh_run.hpp). Four kinds of rank share the loop
 // (mesh_rank.hpp):
 //
 //   ReplicaRank (tp = 1, pp = 1)  chapter 5's rank: the whole model, its iterator's batch
 //                                 (the replica's shard), the gradients averaged over the
 //                                 data ring.
+//   ShardedRank (tp = 1, pp = 1)  chapter 8's, with --zero or momentum or Adam
+//                                 (sharded_rank.cpp): its shard of the state, the ring's
+//                                 two halves over the data communicator (ZeRO-3: and
+//                                 each layer gathered over it).
 //   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
 //                                 the replica's batch, g and f over the tensor ring, then
-//                                 the slice's gradients averaged over the data ring.
+//                                 the slice's gradients averaged over the data ring, and
+//                                 --optimizer's update of the slice.
 //   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp).
 //
 // Every buffer a rank allocates is in its device's memory ledger under the category the
@@ -35,6 +40,7 @@
 #include "model/checkpoint.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
+#include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "mpi/mesh_ranks.hpp"
 #include "mpi/mpi_check.hpp"
@@ -118,7 +124,9 @@ class TensorRank final : public MeshRank {
         images_(runtime.device(0).allocate_pinned(sizeof(float) * c.dp * c.batch * data::kCropValues)),
         labels_(runtime.device(0).allocate_pinned(sizeof(std::int32_t) * c.dp * c.batch)),
         batch_(c.batch),
-        steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
+        steps_per_decay_(model::decay_steps(c.batch, c.dp)),
+        // --optimizer's own state for the slice (none for SGD), beside its moving averages.
+        optimizer_(c.optimizer, *tower_.device, *tower_.stream, slices_.layout(0).size()) {
     slices_.take_back(state.params.data(), state.moving_averages.data());
     // g sums [b, 192], f [b, 2304]: one ring sized for f, as chapter 10's.
     auto tensor = std::make_unique<MeshRing>(
@@ -153,8 +161,13 @@ class TensorRank final : public MeshRank {
       data_->set_step(step);
       data_->average({&grads, 1}, slices_.layout(0).size(), {&stream, 1});
     }
-    s.update(0, model::learning_rate(global_step, steps_per_decay_),
-             model::moving_average_decay(global_step));
+    // Chapter 10's update (SGD: the same op), by --optimizer, then the moving averages.
+    float* params = slices_.params(0);
+    const int count = static_cast<int>(slices_.layout(0).size());
+    optimizer_.apply(*tower_.stream, global_step,
+                     model::learning_rate(global_step, steps_per_decay_), slices_.grads(0), params);
+    ops::ema_update(*tower_.stream, count, model::moving_average_decay(global_step), params,
+                    slices_.averages(0));
   }
 
   float loss() override {
@@ -204,6 +217,7 @@ class TensorRank final : public MeshRank {
   MeshRing* tensor_ = nullptr;  // owned by split_
   std::unique_ptr<TensorSplit> split_;
   std::unique_ptr<MeshRing> data_;
+  model::OptimizerState optimizer_;
 };
 
 constexpr std::array<MemoryCategory, 7> kCategories = {
@@ -287,15 +301,16 @@ double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, do
 
 std::string mesh_run_problem(const MeshConfig& c) {
   const std::string today = "the composed run covers data x tensor and data x pipeline today "
-                            "(--zero 0, --optimizer sgd, the host backend); ";
+                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
+                            "with data parallelism alone; the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
   if (c.pp > 1 && c.tp > 1) {
     return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
            " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
   }
-  if (c.zero > 0) return today + "--zero " + std::to_string(c.zero) + " is planned, not run" + plan;
-  if (c.optimizer != model::Optimizer::kSgd) {
-    return today + "--optimizer " + model::optimizer_name(c.optimizer) + " is planned, not run" + plan;
+  if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
+    return today + "--zero " + std::to_string(c.zero) + " beside " +
+           (c.tp > 1 ? "tensor" : "pipeline") + " parallelism is planned, not run" + plan;
   }
   if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
   return "";
@@ -327,13 +342,16 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
     layout.towers = 1;
     layout.batch_size = c.batch;
     layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
-    layout.whole_gradients = c.tp == 1;   // a tensor rank's gradients are its slice's
+    // A tensor rank's gradients are its slice's; from ZeRO-2 on a rank keeps its shard.
+    layout.whole_gradients = c.tp == 1 && c.zero < 2;
     layout.replica_params = false;        // each rank owns its parameters (or its slice)
     set = make_towers(*runtime, layout);
   }
   std::unique_ptr<MeshRank> rank;
   if (c.pp > 1) {
     rank = make_stage_rank(mesh, watchdog, *runtime, train, c, state, flags.seed);
+  } else if (c.tp == 1 && (c.zero > 0 || c.optimizer != model::Optimizer::kSgd)) {
+    rank = make_sharded_rank(mesh, watchdog, set, train, c, state, flags.seed);
   } else if (c.tp == 1) {
     rank = std::make_unique<ReplicaRank>(mesh, watchdog, *set.towers[0], set, train, c, state,
                                          flags.seed);

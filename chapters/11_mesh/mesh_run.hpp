@@ -3,10 +3,12 @@
 // one process per simulated device, one communicator per mesh dimension
 // (mpi/mesh_ranks.hpp).
 //
-// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0, SGD, the
-// host backend. Each rank is tensor rank t of stage p of data replica d (mesh_rank.hpp).
+// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 with SGD,
+// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend. Each rank
+// is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
-// model, the all-reduce of the gradients); with tp > 1 it holds chapter 10's slice for
+// model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's
+// (sharded_rank.cpp: its shard of the state, the ring's two halves); with tp > 1 it holds chapter 10's slice for
 // its tensor index, its replica's batch read on the host as chapter 10's ranks read
 // theirs (the examples of chapter 5's shard d), g and f a ring over the tensor
 // communicator, and then the slice's gradients averaged over the data communicator; with

@@ -17,7 +17,8 @@
 // micro-batch the schedule stashes at once, the micro-batches' gradients summed in order
 // and their mean taken (the bits of 01_single_gpu --accumulate m). With dp > 1 the
 // stage's range of that mean is then averaged over the data communicator (the replicas'
-// same stage), and every stage updates its range.
+// same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
+// momentum's velocity and Adam's moments kept for that range alone).
 #include <mpi.h>
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
+#include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
 #include "mpi/mpi_check.hpp"
 #include "parallel/mesh_ring.hpp"
@@ -70,6 +72,10 @@ class StageRank final : public MeshRank {
     const std::size_t param_bytes = model::kNumParameters * sizeof(float);
     vars_.add_stage(device_, *stream_, range_);
     vars_.load_from_host(state);
+    // --optimizer's own state (none for SGD) for the range this stage updates, and only
+    // that: chapter 9's buffers of the whole model are its parameters' layout, this state
+    // has no one else's entries to leave room for.
+    optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
     grad_sum_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     micro_grads_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     const int slots = peak_stashed_activations(schedule_);
@@ -139,8 +145,8 @@ class StageRank final : public MeshRank {
       data_->average({&sum, 1}, range_.count, {&stream, 1});
     }
     float* params = vars_.params(0) + range_.offset;
-    model::apply_gradients_range(*stream_, model::learning_rate(global_step, steps_per_decay_),
-                                 count, sum, params);
+    optimizer_->apply(*stream_, global_step, model::learning_rate(global_step, steps_per_decay_),
+                      sum, params);  // SGD: chapter 9's apply_gradients_range, the same op
     ops::ema_update(*stream_, count, model::moving_average_decay(global_step), params,
                     vars_.averages(0) + range_.offset);
   }
@@ -304,6 +310,7 @@ class StageRank final : public MeshRank {
   std::vector<float> host_all_images_;
   std::vector<std::int32_t> host_all_labels_;
   std::unique_ptr<MeshRing> data_;
+  std::unique_ptr<model::OptimizerState> optimizer_;
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
   std::atomic<std::uint64_t> pipeline_sent_{0};
 };

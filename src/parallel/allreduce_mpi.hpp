@@ -69,6 +69,23 @@ void mpi_average(float* data, std::size_t count, MPI_Comm comm);
 std::uint64_t ring_average_sendrecv(float* data, std::size_t count, float* receive, MPI_Comm comm,
                                     Reduction reduction = Reduction::kMean);
 
+/// The first half of ring_average_sendrecv, alone (chapter 11's ZeRO ranks): afterwards
+/// this rank's chunk of the `count`-element buffer, ring_chunk(count, ranks, rank + 1),
+/// holds the mean (or the sum) over the ranks; the rest of the buffer is scratch. Only the
+/// elements in `bucket` take part: `data` holds them from data[0] on (the whole buffer
+/// when bucket is {0, count}); each element gets the same adds in the same order as in the
+/// whole reduce-scatter, so the buckets of a buffer, one after another, leave its bits.
+/// `receive` as ring_average_sendrecv. Returns the bytes this rank sent.
+std::uint64_t ring_reduce_scatter_sendrecv(float* data, std::size_t count, float* receive,
+                                           MPI_Comm comm, Reduction reduction, Chunk bucket);
+
+/// The second half of ring_average_sendrecv, alone: every rank's chunk
+/// ring_chunk(count, ranks, rank + 1) of `data` copied into every other rank's buffer.
+/// Only the elements in `bucket` take part, `data` holding them from data[0] on (ZeRO-3
+/// gathers one layer: each rank's part of it must be in place first). Returns the bytes
+/// this rank sent.
+std::uint64_t ring_all_gather_sendrecv(float* data, std::size_t count, MPI_Comm comm, Chunk bucket);
+
 /// Makes the all-reduce `choice` names for this rank, whose tower runs on `device`, for
 /// up to `max_count` floats. Throws UsageError, saying what to use instead, for mpi or ring
 /// on GPUs (this MPI reads host memory), nccl on the host backend, and nccl when ranks of

@@ -107,15 +107,25 @@ model::Network::LayerParams LayerGather::hooks(int tower) {
           [this, tower](int layer) { release(tower, layer); }};
 }
 
-float* LayerGather::slot(int tower, std::size_t use) const {
+Chunk LayerGather::layer_of_use(std::size_t use) {
+  const model::GradientLayer& layer = layer_range(schedule()[use]);
+  return {layer.offset, layer.count};
+}
+
+std::size_t LayerGather::window_offset(std::size_t use) {
   // End 0 from the window's start, end 1 as near its end as alignment allows: two
   // consecutive uses never overlap, since the window holds the largest two consecutive
   // layers, each rounded up. Both ends start on a kWindowAlignment boundary (the window
   // and the rounded counts are multiples of it); flush with the end, a layer whose count
   // is not would start only 4- or 8-byte aligned (softmax_linear's 1930 floats did).
-  float* window = per_tower_[tower]->window.as<float>();
-  if (use % 2 == 0) return window;
-  return window + (window_elements() - aligned_count(schedule()[use]));
+  if (use % 2 == 0) return 0;
+  return window_elements() - aligned_count(schedule()[use]);
+}
+
+LayerSource::~LayerSource() = default;
+
+float* LayerGather::slot(int tower, std::size_t use) const {
+  return per_tower_[tower]->window.as<float>() + window_offset(use);
 }
 
 const float* LayerGather::acquire(int tower, int layer) {

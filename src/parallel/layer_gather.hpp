@@ -45,8 +45,18 @@
 
 namespace towers {
 
+/// Where ZeRO-3's towers get each layer's parameters whole while it runs: the hooks a
+/// Network's pass calls (LayerGather between the towers of one process; chapter 11's
+/// MeshLayerGather between processes).
+class LayerSource {
+ public:
+  virtual ~LayerSource();
+  /// The hooks tower `tower`'s next model::Network::forward_backward calls.
+  virtual model::Network::LayerParams hooks(int tower) = 0;
+};
+
 /// Gathers each tower's layers from every tower's parameter shard.
-class LayerGather {
+class LayerGather final : public LayerSource {
  public:
   /// towers[i] holds shards[i], the range owned[i] of the flat parameters, on its device;
   /// the owned ranges tile [0, kNumParameters). Makes a communication stream and a window
@@ -56,13 +66,13 @@ class LayerGather {
   /// `towers` must outlive this object.
   LayerGather(const std::vector<std::unique_ptr<Tower>>& towers, std::vector<const float*> shards,
               std::vector<Chunk> owned, WireBytes* wire, bool prefetch = true);
-  ~LayerGather();
+  ~LayerGather() override;
 
   /// The hooks tower `tower`'s next model::Network::forward_backward calls: acquire(k)
   /// makes the compute stream wait for layer k and prefetches the next layer; release(k)
   /// marks the window's end free. Throws std::logic_error when the pass asks for another
   /// layer than schedule() says (the schedule and the network disagree).
-  model::Network::LayerParams hooks(int tower);
+  model::Network::LayerParams hooks(int tower) override;
 
   /// Layers (model::gradient_layers() indices) in the order one forward_backward acquires
   /// them: conv1 .. softmax_linear, then softmax_linear .. conv2 (the backward pass does
@@ -76,6 +86,11 @@ class LayerGather {
   static constexpr std::size_t kWindowAlignment = 256;
   /// Parameters the backward pass gathers (every layer but conv1).
   static std::size_t backward_elements();
+  /// The flat parameters' range of the layer use `use` of schedule() gathers.
+  static Chunk layer_of_use(std::size_t use);
+  /// Where use `use` sits in a window, in floats from its start: end use % 2, the first
+  /// at the start, the second as near the end as the alignment allows.
+  static std::size_t window_offset(std::size_t use);
 
  private:
   struct PerTower;

@@ -77,8 +77,14 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   if (c.zero == 3) gradients = shard + p;
   at(bytes, MemoryCategory::kGradients) = kFloat * gradients;
   // Optimizer state: the moving averages and the optimizer's own, sharded from ZeRO-1.
-  at(bytes, MemoryCategory::kOptimizerState) =
-      kFloat * model::optimizer_state_floats(c.optimizer) * (c.zero >= 1 ? shard : p);
+  // A pipeline stage keeps the moving averages in chapter 9's buffer of the whole P, but
+  // --optimizer's own state (momentum's velocity, Adam's moments) only for the range it
+  // updates: a buffer laid out as the parameters would hold nothing in the rest
+  // (stage_rank.cpp; the same floats the data dimension averages for the stage).
+  const int own = model::optimizer_own_floats(c.optimizer);
+  std::int64_t optimizer_state = (1 + own) * (c.zero >= 1 ? shard : p);
+  if (pipeline && c.zero == 0) optimizer_state = p + own * stage_state_floats(split[s], c.tp);
+  at(bytes, MemoryCategory::kOptimizerState) = kFloat * optimizer_state;
 
   // Activations: chapter 4's Network for the images the device sees.
   const std::int64_t columns = kSplitColumns / c.tp;
@@ -243,10 +249,9 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
-  // 11_mesh's composed run: data x tensor or data x pipeline, ZeRO-0, SGD
-  // (chapter11_run_test holds it).
-  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid && c.zero == 0 &&
-                            c.optimizer == model::Optimizer::kSgd;
+  // 11_mesh's composed run: data x tensor or data x pipeline at ZeRO-0, and every ZeRO
+  // stage on data parallelism alone, with every optimizer (chapter11_run_test holds it).
+  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid && (c.zero == 0 || chapter8);
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;
@@ -256,6 +261,22 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference = "chapter 4's " + std::to_string(c.tp) +
                               " towers, within chapter 10's bound (chapter10_test)";
+  } else if (c.tp > 1 && c.optimizer != model::Optimizer::kSgd) {
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference =
+        std::string("chapter 4 with --optimizer ") + model::optimizer_name(c.optimizer) +
+        " on one batch, no bound stated: chapter 10's bound is SGD's, and no chapter trains "
+        "the tensor split with " + model::optimizer_name(c.optimizer) + " (a prediction)";
+  } else if (c.pp > 1 && c.optimizer != model::Optimizer::kSgd) {
+    // One micro-batch on one replica: chapter 9's stages compute chapter 1's gradients
+    // (chapter9_model_test), and the update is chapter 8's rule, element by element.
+    const bool held = c.dp == 1 && c.micro_batches == 1;
+    plan.numerics_reference =
+        std::string("08_sharded --devices ") + std::to_string(c.dp) + " --optimizer " +
+        model::optimizer_name(c.optimizer) +
+        (held ? " (chapter11_run_test)"
+              : ", each replica accumulating " + std::to_string(c.micro_batches) +
+                    " micro-batches (no run holds it yet)");
   } else if (c.tp > 1 && c.dp > 1) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =

@@ -10,10 +10,12 @@
 //   model state  P = the floats of one tensor rank's slice (chapter 10's
 //                TensorSliceLayout: 109,450 replicated + 2,497 x 384/t; Ψ when t = 1).
 //                Chapter 9's stages keep buffers of the whole P and use their layers'
-//                range of it, so a pipeline stage holds P too. ZeRO on the data dimension
-//                shards P over dp as chapter 8 does (the largest shard, ceil(P/dp), is the
-//                largest device's), with chapter 8's transients: the largest gradient
-//                bucket at stage 2, the whole gradient buffer and LayerGather's window at 3.
+//                range of it, so a pipeline stage holds P too; --optimizer's own state
+//                (momentum's velocity, Adam's moments) only for that range. ZeRO on the
+//                data dimension shards P over dp as chapter 8 does (ceil(P/dp), the
+//                largest shard, is the largest device's), with chapter 8's transients:
+//                the largest gradient bucket at stage 2, the whole gradient buffer and
+//                LayerGather's window at 3.
 //   activations  chapter 4's Network for the images a device sees (its batch b, or a
 //                micro-batch b/m, once per stashed micro-batch on a pipeline stage), the
 //                batch's images and labels, and chapter 10's split activations.
@@ -27,10 +29,11 @@
 //   bubble       (p-1)/(m+p-1), chapter 9's ideal_bubble_fraction.
 //
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
-// the plan to its run category by category. A mesh of data x tensor (ZeRO-0, SGD) runs as
-// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A
-// pipeline beside another dimension, or ZeRO, momentum or Adam beside tensor parallelism,
-// has no run yet: its plan composes the same forms, and `held_by_run` says so.
+// the plan to its run category by category. A mesh of data x tensor or data x pipeline
+// (ZeRO-0, every optimizer) and data parallelism alone at every ZeRO stage run as
+// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A pipeline
+// beside tensor parallelism, or ZeRO beside tensor or pipeline parallelism, has no run
+// yet: its plan composes the same forms, and `held_by_run` says so.
 #pragma once
 
 #include <array>
@@ -97,8 +100,9 @@ struct MeshPlan {
   /// How its bits compare with `numerics_reference`.
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
-  /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10)
-  /// or data x tensor at ZeRO-0 with SGD (11_mesh's composed run).
+  /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
+  /// data x tensor or data x pipeline at ZeRO-0, or data parallelism alone at any ZeRO
+  /// stage (11_mesh's composed run, every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }

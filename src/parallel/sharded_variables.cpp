@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "parallel/sharded_variables.hpp"
 
+#include <stdexcept>
+
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
@@ -11,20 +13,39 @@ namespace towers {
 
 namespace {
 constexpr std::size_t kAll = model::kNumParameters;
-}  // namespace
 
-ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
-                                   const ZeroOptions& options, WireBytes* wire)
-    : towers_(towers), options_(options) {
-  const int zero = options.stage;
-  const int num_gpus = static_cast<int>(towers.size());
-  // The ring on every backend, for every stage: --zero 0 and the others then add the same
-  // numbers in the same order, and end with the same bits. Only the collective the stage
-  // uses is made, so the ledger's communication line is its own.
+std::vector<int> devices_of(const std::vector<std::unique_ptr<Tower>>& towers) {
   std::vector<int> device_of_tower;
   for (const auto& tower : towers) device_of_tower.push_back(tower->device->index());
-  if (zero == 0) allreduce_ = make_ring_allreduce(runtime, device_of_tower, kAll, wire);
-  if (zero >= 1) halves_ = make_ring_collectives(runtime, device_of_tower, kAll, wire);
+  return device_of_tower;
+}
+}  // namespace
+
+// The ring on every backend, for every stage: --zero 0 and the others then add the same
+// numbers in the same order, and end with the same bits. Only the collective the stage
+// uses is made, so the ledger's communication line is its own.
+ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
+                                   const ZeroOptions& options, WireBytes* wire)
+    : ShardedVariables(
+          towers, options,
+          options.stage == 0 ? make_ring_allreduce(runtime, devices_of(towers), kAll, wire) : nullptr,
+          options.stage >= 1 ? make_ring_collectives(runtime, devices_of(towers), kAll, wire) : nullptr,
+          [&towers, wire, prefetch = options.gather_prefetch](std::vector<const float*> shards,
+                                                              std::vector<Chunk> owned) {
+            return std::make_unique<LayerGather>(towers, std::move(shards), std::move(owned),
+                                                 wire, prefetch);
+          }) {}
+
+ShardedVariables::ShardedVariables(std::vector<std::unique_ptr<Tower>>& towers,
+                                   const ZeroOptions& options, std::unique_ptr<AllReduce> allreduce,
+                                   std::unique_ptr<ShardedCollectives> halves,
+                                   LayerSourceMaker gathers)
+    : towers_(towers), options_(options), allreduce_(std::move(allreduce)), halves_(std::move(halves)) {
+  const int zero = options.stage;
+  const int num_gpus = static_cast<int>(towers.size());
+  if ((zero == 0 && !allreduce_) || (zero >= 1 && !halves_) || (zero == 3 && !gathers)) {
+    throw std::invalid_argument("ShardedVariables: no collective for ZeRO-" + std::to_string(zero));
+  }
 
   // docs-begin: sharded-state
   // Who holds what. Moving averages: whole with --zero 0; from --zero 1 on only the
@@ -56,11 +77,7 @@ ShardedVariables::ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr
     optimizers_.emplace_back(options.optimizer, *tower.device, *tower.stream, held_[i].size);
     streams_.push_back(tower.stream.get());
   }
-  if (zero == 3) {
-    gather_ = std::make_unique<LayerGather>(
-        towers, std::vector<const float*>(params_.begin(), params_.end()), held_, wire,
-        options.gather_prefetch);
-  }
+  if (zero == 3) gather_ = gathers(std::vector<const float*>(params_.begin(), params_.end()), held_);
   // docs-end: sharded-state
 }
 

@@ -22,6 +22,7 @@
 // Used from one host thread. Introduced in chapter 8.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,18 @@ class ShardedVariables : public Placement {
   /// load_from_host() fills the variables.
   ShardedVariables(Runtime& runtime, std::vector<std::unique_ptr<Tower>>& towers,
                    const ZeroOptions& options, WireBytes* wire);
+  /// Makes stage 3's layer gathers once the towers' parameter shards exist: shards[i] on
+  /// tower i's device holds the range owned[i] of the flat parameters.
+  using LayerSourceMaker = std::function<std::unique_ptr<LayerSource>(
+      std::vector<const float*> shards, std::vector<Chunk> owned)>;
+
+  /// The same placement with collectives made elsewhere (chapter 11: one tower per
+  /// process, the collectives over MPI, counting their own bytes): `allreduce` for stage 0,
+  /// `halves` for stages 1 to 3, `gathers` for stage 3; what the stage does not use may be
+  /// null. Throws std::invalid_argument when the stage's collective is missing.
+  ShardedVariables(std::vector<std::unique_ptr<Tower>>& towers, const ZeroOptions& options,
+                   std::unique_ptr<AllReduce> allreduce, std::unique_ptr<ShardedCollectives> halves,
+                   LayerSourceMaker gathers = nullptr);
   ~ShardedVariables() override;
 
   /// Enqueues tower `i`'s share of the step on its stream, after the caller has ordered
@@ -106,7 +119,7 @@ class ShardedVariables : public Placement {
   std::vector<model::OptimizerState> optimizers_;  // --optimizer's own state, same range
   std::unique_ptr<TransientGradients> whole_grads_;
   std::unique_ptr<BucketedGradients> bucketed_;
-  std::unique_ptr<LayerGather> gather_;
+  std::unique_ptr<LayerSource> gather_;
   std::vector<float*> grads_;  // this step's whole gradient buffers (begin of the step)
 };
 

@@ -2,7 +2,8 @@
 // Chapter 5's ring over MPI_Sendrecv (ring_average_sendrecv), run by ctest under mpiexec
 // on 2 and 3 ranks: every rank ends with the exact mean for counts that leave chunks
 // empty or uneven, and with the same bits as chapter 4's in-process ring, which every rank
-// also runs on the job's inputs (all ranks' buffers, on simulated devices) to compare.
+// also runs on the job's inputs (all ranks' buffers, on simulated devices) to compare;
+// its two halves by bucket (chapter 11's ZeRO ranks) as chapter 8's in-process halves.
 //
 // Every rank runs every test; mpi_test_main.cpp's main() fails the job when any rank failed.
 #include <gtest/gtest.h>
@@ -112,6 +113,59 @@ TEST(RingOverSendrecv, SumsAsChapter10sRingAndCountsItsBytes) {
   }
   ring->average(towers.buffers(), count, towers.streams());
   EXPECT_EQ(mine, towers.download()[world_rank()]) << "rank " << world_rank();
+
+  unsigned long long job_sent = 0, mine_sent = sent;
+  MPI_Allreduce(&mine_sent, &job_sent, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(job_sent, 2ull * (n - 1) * count * sizeof(float));
+}
+
+// Chapter 11's ZeRO ranks: the ring's halves called apart, reduce-scatter bucket by bucket
+// (ZeRO-2) and all-gather one bucket at a time (ZeRO-3's layers), leave each rank chapter
+// 8's in-process halves' bits: its shard (chunk rank + 1) of the mean after the
+// reduce-scatter, every element after the gathers; and the bytes over the job are the
+// all-reduce's, 2(n-1) x count floats, however the buffer is cut into buckets.
+TEST(RingOverSendrecv, HalvesByBucketAreChapter8sHalvesBitForBit) {
+  const int n = world_size(), r = world_rank();
+  const std::size_t count = 10007;
+  // Buckets of uneven sizes that cut through the chunks (the last one of one element).
+  const std::vector<Chunk> buckets = {{0, 1234}, {1234, 5000}, {6234, 3772}, {10006, 1}};
+  std::vector<float> mine = rank_input(r, count);
+  std::vector<float> receive(ring_chunk(count, n, 0).size);
+  std::uint64_t sent = 0;
+  for (const Chunk& b : buckets) {  // each bucket's elements from its own buffer's start
+    std::vector<float> bucket(mine.begin() + b.offset, mine.begin() + b.offset + b.size);
+    sent += ring_reduce_scatter_sendrecv(bucket.data(), count, receive.data(), MPI_COMM_WORLD,
+                                         Reduction::kMean, b);
+    std::copy(bucket.begin(), bucket.end(), mine.begin() + b.offset);
+  }
+  const Chunk shard = ring_chunk(count, n, (r + 1) % n);
+
+  // Chapter 8's halves on n simulated devices, fed every rank's input.
+  auto runtime = Runtime::create({BackendChoice::kHost, n});
+  auto halves = make_ring_collectives(*runtime, testing::round_robin(n, n), count);
+  testing::TowerBuffers towers(*runtime, testing::round_robin(n, n), count);
+  std::vector<std::vector<float>> inputs;
+  for (int t = 0; t < n; ++t) {
+    inputs.push_back(rank_input(t, count));
+    towers.stream(t).copy(towers.buffers()[t], inputs.back().data(), count * sizeof(float), "in");
+  }
+  halves->reduce_scatter(towers.buffers(), count, towers.streams());
+  const std::vector<float> in_process = towers.download()[static_cast<std::size_t>(r)];
+  const Chunk tower_shard = halves->shard(count, r);
+  ASSERT_EQ(shard.offset, tower_shard.offset);
+  ASSERT_EQ(shard.size, tower_shard.size);
+  for (std::size_t e = shard.offset; e < shard.offset + shard.size; ++e) {
+    ASSERT_EQ(mine[e], in_process[e]) << "rank " << r << ", element " << e;
+  }
+
+  // The gathers: only this rank's shard is in place; each bucket brings the others'.
+  std::vector<float> gathered(count, -1.0f);
+  std::copy_n(mine.begin() + shard.offset, shard.size, gathered.begin() + shard.offset);
+  for (const Chunk& b : buckets) {
+    sent += ring_all_gather_sendrecv(gathered.data() + b.offset, count, MPI_COMM_WORLD, b);
+  }
+  halves->all_gather(towers.buffers(), count, towers.streams());
+  EXPECT_EQ(gathered, towers.download()[static_cast<std::size_t>(r)]) << "rank " << r;
 
   unsigned long long job_sent = 0, mine_sent = sent;
   MPI_Allreduce(&mine_sent, &job_sent, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);

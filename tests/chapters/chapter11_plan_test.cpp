@@ -270,6 +270,10 @@ TEST(MeshPlanForms, TheTableOfForms) {
       // the mailboxes of norm1's output, the images on stage 0.
       {mesh(1, 1, 2, 0, 2, 8), 4 * psi, 8 * psi, 4 * psi, 4 * 8 * 9216, 4 * 8 * 1728, 0, 0,
        2 * 4 * 8 * 9216},
+      // and with Adam: the moving averages whole, the two moments of the range a stage
+      // updates alone (stage 1's: all but conv1's 4,864).
+      {mesh(1, 1, 2, 0, 2, 8, model::Optimizer::kAdam), 4 * psi, 8 * psi,
+       4 * psi + 8 * (psi - 4864), 4 * 8 * 9216, 4 * 8 * 1728, 0, 0, 2 * 4 * 8 * 9216},
       // the hybrid, 2 towers: the replicated ring's chunk and all rows of pool2 over 2;
       // gathers and scatters of 2 x b rows each way, the replicated all-reduce.
       {hybrid_mesh(2), 4 * 588874, 4 * 588874, 4 * 588874, 4 * (54725 + kBatch * 2304), 0, 0,
@@ -302,15 +306,18 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
-  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with SGD
-  // (chapter11_run_test); nothing runs a pipeline beside tensor parallelism, nor ZeRO or
-  // Adam beside another dimension.
+  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with every
+  // optimizer, and every ZeRO stage on data parallelism alone (chapter11_run_test); nothing
+  // runs a pipeline beside tensor parallelism, nor ZeRO beside another dimension.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8, model::Optimizer::kMomentum)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(4, 1, 1, 2, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
   EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
-  EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
 }
 
 TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
@@ -401,8 +408,10 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            {"--pp 2", "start it with mpirun -n 2"},
            {"--pp 2 --tp 2", "a pipeline beside tensor parallelism (--pp 2 with --tp 2) is "
                              "planned, not run: add --plan"},
-           {"--zero 1", "--zero 1 is planned, not run: add --plan"},
-           {"--optimizer adam", "--optimizer adam is planned, not run: add --plan"},
+           {"--tp 2 --zero 1", "--zero 1 beside tensor parallelism is planned, not run: add --plan"},
+           {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism alone"},
+           {"--pp 2 --micro-batches 2 --zero 1",
+            "--zero 1 beside pipeline parallelism is planned, not run: add --plan"},
 #else
            // A build without MPI has no composed run: only --plan.
            {"--dp 2", "this build has no MPI"},
@@ -426,8 +435,9 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
 TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; ZeRO-0, "
-                          "SGD, host backend)"),
+  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; SGD, "
+                          "momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host "
+                          "backend)"),
             std::string::npos) << r.output;
 }
 

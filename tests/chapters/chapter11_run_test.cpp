@@ -3,18 +3,23 @@
 // the chapters it composes.
 //
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
-// runs today (data x tensor, data x pipeline; one with GPipe), two steps at a tiny batch: every category of the largest device's memory
+// runs today (data x tensor, data x pipeline; one with GPipe), and fourteen meshes with
+// momentum or Adam on every kind of rank and ZeRO-1 to 3 on data parallelism alone,
+// two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
 //
 // The numerics class: tensor parallelism alone is chapter 10's 10_tensor with the ring, bit
 // for bit (the same sums in the same order, now between processes); data parallelism
-// alone is chapter 5's 05_ranks with the ring, bit for bit; the pipeline alone chapter 9's
-// 09_pipeline --model cifar, bit for bit; data x tensor stays within chapter 10's bound of
-// chapter 5 (the tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the
-// plan's reference, chapter 4's towers each accumulating m micro-batches, bit for bit: with
-// m = 1 that is chapter 5's ring itself, and for m > 1, which no program runs, the test
-// writes that reference out (towers_each_accumulating).
+// alone is chapter 5's 05_ranks with the ring, bit for bit, and with ZeRO-1 to 3 or
+// momentum or Adam chapter 8's 08_sharded, bit for bit; the pipeline alone chapter 9's
+// 09_pipeline --model cifar, bit for bit, and with momentum or Adam (one micro-batch)
+// 08_sharded's one tower; data x tensor stays within chapter 10's bound of chapter 5 (the
+// tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the plan's
+// reference, chapter 4's towers each accumulating m micro-batches, bit for bit: with m = 1
+// that is chapter 5's ring itself, and for m > 1, which no program runs, the test writes
+// that reference out (towers_each_accumulating). Tensor parallelism with momentum or Adam
+// has no reference (no chapter trains the split with them): the plan says so.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +35,7 @@
 #include "model/network.hpp"
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
+#include "model/optimizer_kind.hpp"
 #include "model/parameters.hpp"
 #include "parallel/mesh_plan.hpp"
 #include "parallel/pipeline_schedule.hpp"
@@ -69,9 +75,12 @@ constexpr int kMicroBatches = 2;
 struct Shape {
   int dp, tp, pp;
   const char* schedule = "1f1b";
+  int zero = 0;
+  const char* optimizer = "sgd";
 };
 void PrintTo(const Shape& s, std::ostream* out) {
-  *out << s.dp << "x" << s.tp << "x" << s.pp << " " << s.schedule;
+  *out << s.dp << "x" << s.tp << "x" << s.pp << " " << s.schedule << " zero " << s.zero << " "
+       << s.optimizer;
 }
 
 // Every mesh of n devices the plan accepts that runs today: data x tensor (pp = 1) and
@@ -96,8 +105,9 @@ std::vector<Shape> shapes_of_1_2_4() {
 }
 
 MeshConfig config_of(const Shape& s) {
-  MeshConfig c{.dp = s.dp, .tp = s.tp, .pp = s.pp, .micro_batches = s.pp > 1 ? kMicroBatches : 1,
-               .batch = kBatch};
+  MeshConfig c{.dp = s.dp, .tp = s.tp, .pp = s.pp, .zero = s.zero,
+               .micro_batches = s.pp > 1 ? kMicroBatches : 1, .batch = kBatch,
+               .optimizer = model::parse_optimizer(s.optimizer)};
   c.schedule = *parse_pipeline_schedule(s.schedule);
   return c;
 }
@@ -108,13 +118,15 @@ std::string args_of(const Shape& s) {
   if (s.pp > 1) {
     args += "--micro-batches " + std::to_string(kMicroBatches) + " --schedule " + s.schedule + " ";
   }
-  return args;
+  return args + "--zero " + std::to_string(s.zero) + " --optimizer " + s.optimizer + " ";
 }
 
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   const Shape& s = info.param;
   return "dp" + std::to_string(s.dp) + "_tp" + std::to_string(s.tp) + "_pp" +
-         std::to_string(s.pp) + (s.pp > 1 ? "_" + std::string(s.schedule) : "");
+         std::to_string(s.pp) + (s.pp > 1 ? "_" + std::string(s.schedule) : "") +
+         (s.zero > 0 ? "_zero" + std::to_string(s.zero) : "") +
+         (std::string(s.optimizer) != "sgd" ? "_" + std::string(s.optimizer) : "");
 }
 
 class PlanMatchesRun : public ::testing::TestWithParam<Shape> {};
@@ -157,6 +169,24 @@ INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          ::testing::ValuesIn(shapes_of_1_2_4()),
                          shape_name);
 
+// The optimizers that keep state, on every kind of rank (ZeRO-0), and ZeRO-1 to 3 on data
+// parallelism alone, every optimizer; three replicas shard Ψ unevenly (one element more
+// for the first shard), the largest device's shard then the plan's ceil(Ψ/3).
+std::vector<Shape> optimizer_and_zero_shapes() {
+  return {
+      {2, 1, 1, "1f1b", 0, "momentum"}, {2, 1, 1, "1f1b", 0, "adam"},
+      {1, 2, 1, "1f1b", 0, "adam"},     {2, 2, 1, "1f1b", 0, "momentum"},
+      {1, 1, 3, "1f1b", 0, "adam"},     {2, 1, 2, "gpipe", 0, "momentum"},
+      {1, 1, 1, "1f1b", 1, "sgd"},      {2, 1, 1, "1f1b", 1, "sgd"},
+      {3, 1, 1, "1f1b", 1, "momentum"}, {4, 1, 1, "1f1b", 1, "adam"},
+      {2, 1, 1, "1f1b", 2, "adam"},     {3, 1, 1, "1f1b", 2, "sgd"},
+      {2, 1, 1, "1f1b", 3, "momentum"}, {3, 1, 1, "1f1b", 3, "adam"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(OptimizersAndZero, PlanMatchesRun,
+                         ::testing::ValuesIn(optimizer_and_zero_shapes()), shape_name);
+
 // Eight ranks on the CI's two cores: about 10 s a shape; `-E EightDevices` leaves them out.
 INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(runnable_shapes(8)),
                          shape_name);
@@ -194,6 +224,54 @@ TEST(MeshBits, DataAloneIsChapter5sRingBitForBit) {
   ASSERT_EQ(b.exit_code, 0) << b.output;
   EXPECT_EQ(a.last("numerics"), "bit_identical");
   EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+}
+
+// Chapter 8's rank, one per process: every ZeRO stage with each optimizer is 08_sharded's
+// towers bit for bit (the ring's halves over MPI, rank r owning the shard chapter 8's tower
+// r owns, the same rules element by element; ZeRO-3's layers gathered exactly). Three replicas: the chunks are uneven and
+// each is added in its own order.
+TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
+  struct Case {
+    int zero;
+    const char* optimizer;
+  };
+  std::vector<std::vector<float>> params;
+  for (const Case& c : {Case{0, "adam"}, Case{1, "momentum"}, Case{2, "adam"}, Case{1, "sgd"},
+                        Case{3, "momentum"}}) {
+    const std::string what = "--zero " + std::to_string(c.zero) + " --optimizer " + c.optimizer + " ";
+    const std::string name = "z" + std::to_string(c.zero) + "-" + c.optimizer;
+    const auto mesh = temp_file("dp3-" + name), ch8 = temp_file("ch8-" + name);
+    const RankRun a = run_ranks("11_mesh", 3, mesh_args(3, 1) + kSmall + what + "--save-params " +
+                                                  mesh.string());
+    const ProgramRun b = run("08_sharded", kSmall + "--backend host --devices 3 " + what +
+                                               "--save-params " + ch8.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("numerics"), "bit_identical");
+    params.push_back(saved_params(mesh));
+    EXPECT_TRUE(same_bits(params.back(), saved_params(ch8))) << what;
+  }
+  // The optimizer is the one asked for: Adam's steps are not SGD's.
+  EXPECT_FALSE(same_bits(params[2], params[3]));
+}
+
+// A pipeline of one micro-batch computes chapter 1's gradients (chapter 9), and each stage
+// updates its range by chapter 8's rule, its state kept for that range: 08_sharded's one
+// tower with the same optimizer, bit for bit.
+TEST(MeshBits, PipelineWithAnOptimizerIsChapter8sOneTowerBitForBit) {
+  for (const char* optimizer : {"momentum", "adam"}) {
+    const auto mesh = temp_file(std::string("pp3-") + optimizer);
+    const auto ch8 = temp_file(std::string("ch8-one-") + optimizer);
+    const std::string what = std::string("--optimizer ") + optimizer + " ";
+    const RankRun a = run_ranks("11_mesh", 3, "--pp 3 --micro-batches 1 " + kSmall + what +
+                                                  "--save-params " + mesh.string());
+    const ProgramRun b = run("08_sharded", kSmall + "--backend host --devices 1 --zero 0 " + what +
+                                               "--save-params " + ch8.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(a.last("numerics"), "bit_identical");
+    EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch8))) << optimizer;
+  }
 }
 
 TEST(MeshBits, PipelineAloneIsChapter9sBitForBit) {
