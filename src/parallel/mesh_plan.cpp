@@ -264,9 +264,10 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   } else if (c.tp > 1 && c.optimizer != model::Optimizer::kSgd) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
-        std::string("chapter 4 with --optimizer ") + model::optimizer_name(c.optimizer) +
-        " on one batch, no bound stated: chapter 10's bound is SGD's, and no chapter trains "
-        "the tensor split with " + model::optimizer_name(c.optimizer) + " (a prediction)";
+        "08_sharded --devices " + std::to_string(c.dp) + " --optimizer " +
+        model::optimizer_name(c.optimizer) + ", no bound stated: chapter 10's bound is SGD's, "
+        "and no chapter trains the tensor split with " + model::optimizer_name(c.optimizer) +
+        " (a prediction)";
   } else if (c.pp > 1 && c.optimizer != model::Optimizer::kSgd) {
     // One micro-batch on one replica: chapter 9's stages compute chapter 1's gradients
     // (chapter9_model_test), and the update is chapter 8's rule, element by element.
