@@ -14,6 +14,7 @@
 // plan names, and every byte a rank sends is counted where it is sent, per dimension.
 #include "mesh_run.hpp"
 
+#include "mesh_checkpoint.hpp"
 #include "mesh_rank.hpp"
 
 #include <algorithm>
@@ -36,6 +37,7 @@
 #include "model/ops.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
+#include "mpi/fault_injection.hpp"
 #include "mpi/mesh_ranks.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/rank_trace.hpp"
@@ -66,6 +68,8 @@ class ReplicaRank final : public MeshRank {
               "data ring"),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
     vars_.load_from_host(state);
+    // A resumed run's iterator starts at the global batch where the checkpoint stood.
+    if (state.input) inputs_.restore(*state.input);
     tower.stream->synchronize();
   }
 
@@ -84,9 +88,8 @@ class ReplicaRank final : public MeshRank {
 
   float loss() override { return tower_.losses.as<float>()[model::kTotalLoss]; }
 
-  void put_together(std::vector<float>& whole) override {
-    whole.resize(model::kNumParameters);
-    vars_.params_to_host(whole.data());  // every replica's copy is the same: rank 0's
+  void put_together(model::TrainingState& whole) override {
+    vars_.state_to_host(whole);  // every replica's copy is the same: rank 0's
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -120,6 +123,7 @@ class TensorRank final : public MeshRank {
         batch_(c.batch),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
     slices_.take_back(state.params.data(), state.moving_averages.data());
+    if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     // g sums [b, 192], f [b, 2304]: one ring sized for f, as chapter 10's.
     auto tensor = std::make_unique<MeshRing>(
         *tower_.device, mesh.tensor(), static_cast<std::size_t>(c.batch) * kTensorInputWidth,
@@ -170,10 +174,25 @@ class TensorRank final : public MeshRank {
     return tower_.losses.as<float>()[model::kCrossEntropy] + decay;
   }
 
-  void put_together(std::vector<float>& whole) override {
+  void put_together(model::TrainingState& whole) override {
+    gather(slices_.params(0), whole.params);
+    gather(slices_.averages(0), whole.moving_averages);  // laid out as the parameters
+  }
+
+  std::uint64_t bytes_sent(int dimension) const override {
+    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    return dimension == 1 ? tensor_->bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
+
+ private:
+  // The replica's slices of one array laid out as the parameters (`slice`, on this rank's
+  // device), gathered over the tensor communicator and put into chapter 1's flat layout
+  // in `whole` on world rank 0.
+  void gather(const float* slice, std::vector<float>& whole) {
     const std::size_t size = slices_.layout(0).size();  // equal: tp divides 384
     std::vector<float> mine(size);
-    copy_to_host(*tower_.stream, mine.data(), slices_.params(0), size);
+    copy_to_host(*tower_.stream, mine.data(), slice, size);
     int ranks = 1;
     MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
     std::vector<float> all(mesh_.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
@@ -187,13 +206,6 @@ class TensorRank final : public MeshRank {
     }
   }
 
-  std::uint64_t bytes_sent(int dimension) const override {
-    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
-    return dimension == 1 ? tensor_->bytes_sent() : 0;
-  }
-  Stream& stream() override { return *tower_.stream; }
-
- private:
   const MeshRanks& mesh_;
   Tower& tower_;
   TensorSlices slices_;
@@ -283,6 +295,14 @@ double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, do
   return sum / job.size();
 }
 
+// Every rank's place, for the first line of the log: mpiexec names a dead rank by its
+// number alone ("process rank 3 ... signal 9"), and this line says where it stood.
+std::string mesh_rank_map(const MeshShape& shape) {
+  std::string map;
+  for (int r = 0; r < shape.ranks(); ++r) map += (r == 0 ? "" : ", ") + mesh_rank_name(r, shape);
+  return map;
+}
+
 }  // namespace
 
 std::string mesh_run_problem(const MeshConfig& c) {
@@ -311,14 +331,21 @@ void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
   }
 }
 
-int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summary plan_summary) {
+int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const FaultFlags& faults,
+             Summary plan_summary) {
   check_mesh_job(c, job);
+  const data::Dataset train = load_training_set(flags.data_dir);
+  // Rank 0 settles --checkpoint-dir and reads the checkpoint to resume, before step 0; the
+  // whole state is then every rank's, and each rank takes its part of it when it is made.
+  const MeshCheckpoints checkpoints(job, flags.checkpoints, c, train.size(), flags.seed);
+  const model::TrainingState& state = checkpoints.start();
+  const std::int64_t first_step = checkpoints.first_step();
   const MeshRanks mesh(job.comm(), {.dp = c.dp, .pp = c.pp, .tp = c.tp});
   Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(flags.collective_timeout_s * 1000)));
+  // A stalled rank is named with its place on the mesh, as the rank map below gives it.
+  watchdog.name_ranks([shape = mesh.shape()](int r) { return mesh_rank_name(r, shape); });
   ops::set_host_op_threads(1);  // one compute thread per simulated device, as every chapter
   auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
-  const data::Dataset train = load_training_set(flags.data_dir);
-  const model::TrainingState state = fresh_state(flags.seed);
   // A stage makes its own activations (a Network per micro-batch in flight); the others
   // are a tower, chapter 5's or chapter 10's.
   TowerSet set;
@@ -340,8 +367,8 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   } else {
     rank = std::make_unique<TensorRank>(mesh, watchdog, *runtime, set, train, c, state, flags.seed);
   }
-  std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each; rank 0 "
-              "is (data 0, pipeline 0, tensor 0)\n", job.size(), c.dp, c.tp, c.pp);
+  std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each: %s\n",
+              job.size(), c.dp, c.tp, c.pp, mesh_rank_map(mesh.shape()).c_str());
 
   // A pipeline's bubble is read from the trace, every rank's put on rank 0's clock.
   const bool pipeline = c.pp > 1;
@@ -353,27 +380,35 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
   float loss = 0;
   for (int step = 0; step < flags.steps; ++step) {
+    // `step` counts this run's steps; `global_step` the job's since --seed (resumes too).
+    const std::int64_t global_step = first_step + step;
     const auto start = base::Clock::now();
-    rank->enqueue(step, step);
+    maybe_fail(faults, job, step);  // test hook; nothing unless --fail-rank
+    rank->enqueue(step, global_step);
     rank->stream().synchronize();
     if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
     loss = rank->loss();
-    // Log the last replica's loss, as chapter 5 logs its last rank's.
-    MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
-    log.step_done(step, loss, base::seconds_since(start));
+    {  // Log the last replica's loss, as chapter 5 logs its last rank's.
+      Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", step);
+      MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
+    }
+    log.step_done(global_step, loss, base::seconds_since(start));
+    if (checkpoints.due(global_step + 1, step + 1 == flags.steps)) {
+      checkpoints.save(global_step + 1, step, *rank, watchdog);
+    }
   }
 
   const Measured measured = gather_measurement(job, *runtime, *rank, flags.steps);
-  std::vector<float> whole;
+  model::TrainingState whole;
   if (!flags.save_params.empty()) rank->put_together(whole);
   if (job.rank() != 0) return 0;
   bool saved = true;
   if (!flags.save_params.empty()) {
     saved = write_output([&] {
       model::TrainingState final_state;
-      final_state.global_step = flags.steps;
-      final_state.params = whole;
-      final_state.moving_averages = whole;
+      final_state.global_step = first_step + flags.steps;
+      final_state.params = whole.params;
+      final_state.moving_averages = whole.params;  // --save-params: the parameters alone
       model::save_checkpoint_file(flags.save_params, final_state);
       std::printf("saved parameters to %s\n", flags.save_params.c_str());
     });
@@ -401,6 +436,7 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
       .add("plan_matches", std::string(matches ? "yes" : "no"))
       .add("bubble_share", bubble, 3)
       .add("steps", flags.steps)
+      .add("global_step", static_cast<long long>(first_step + flags.steps))
       .add("step_ms", log.mean_step_ms(), 3)
       .add("final_loss", loss, 6)
       .print();

@@ -21,6 +21,7 @@
 
 #include "cli/summary.hpp"
 #include "mesh_run_flags.hpp"
+#include "mpi/fault_injection.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/mesh_plan.hpp"
 
@@ -35,9 +36,11 @@ std::string mesh_run_problem(const MeshConfig& config);
 void check_mesh_job(const MeshConfig& config, const MpiJob& job);
 
 /// Runs `config` on `job` (whose size must be config.devices(): UsageError otherwise) for
-/// `flags.steps` steps; rank 0 prints the run's measurement and `plan_summary` (the plan's
-/// keys) with the measured keys added. Returns the exit status.
+/// `flags.steps` steps, from --resume's checkpoint or --seed, saving chapter 1's
+/// checkpoints (mesh_checkpoint.hpp); `faults` make one rank fail on purpose (chapter 5's
+/// test hooks). Rank 0 prints the run's measurement and `plan_summary` (the plan's keys)
+/// with the measured keys added. Returns the exit status.
 int run_mesh(MpiJob& job, const MeshConfig& config, const MeshRunFlags& flags,
-             Summary plan_summary);
+             const FaultFlags& faults, Summary plan_summary);
 
 }  // namespace towers
