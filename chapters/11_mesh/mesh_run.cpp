@@ -27,8 +27,10 @@
 
 #include "base/timing.hpp"
 #include "base/usage_error.hpp"
+#include "cli/graceful_stop.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
+#include "harness/rank_step.hpp"  // ranks_agree_to_stop
 #include "harness/stage_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/training.hpp"
@@ -295,6 +297,56 @@ double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, do
   return sum / job.size();
 }
 
+// Rank 0's end of the run: --save-params, the plan beside the measurement, the summary.
+// Returns whether --save-params was written (or not asked for).
+bool report(const MeshConfig& c, const MeshRunFlags& flags, Summary& plan_summary,
+            const Measured& measured, const model::TrainingState& whole, const StepLog& log,
+            float loss, double bubble, std::int64_t global_step, int steps_run,
+            const GracefulStop& signals) {
+  const bool pipeline = c.pp > 1;
+  bool saved = true;
+  if (!flags.save_params.empty()) {
+    saved = write_output([&] {
+      model::TrainingState final_state;
+      final_state.global_step = global_step;
+      final_state.params = whole.params;
+      final_state.moving_averages = whole.params;  // --save-params: the parameters alone
+      model::save_checkpoint_file(flags.save_params, final_state);
+      std::printf("saved parameters to %s\n", flags.save_params.c_str());
+    });
+  }
+  const MeshPlan plan = make_mesh_plan(c);
+  const bool matches = print_side_by_side(plan, measured);
+  if (pipeline) {
+    std::printf("bubble, the last step's idle share read from the trace: %.3f (the plan's "
+                "(p-1)/(m+p-1) = %.3f assumes equal stages; the real model's are not)\n",
+                bubble, plan.bubble);
+  }
+  for (MemoryCategory category : kCategories) {
+    const unsigned long long peak = measured.peak[static_cast<std::size_t>(category)];
+    if (category == MemoryCategory::kWorkspace && peak == 0) continue;  // the host has none
+    plan_summary.add("peak_" + std::string(category_name(category)) + "_bytes",
+                     static_cast<long long>(peak));
+  }
+  unsigned long long wire = 0;
+  for (std::size_t d = 0; d < 3; ++d) {
+    plan_summary.add("wire_" + std::string(kMeshDimensions[d]) + "_bytes_per_step",
+                     static_cast<long long>(measured.wire[d]));
+    wire += measured.wire[d];
+  }
+  plan_summary.add("wire_bytes_per_step", static_cast<long long>(wire))
+      .add("plan_matches", std::string(matches ? "yes" : "no"))
+      .add("bubble_share", bubble, 3)
+      .add("steps", steps_run)
+      .add("global_step", static_cast<long long>(global_step))
+      .add("step_ms", log.mean_step_ms(), 3)
+      .add("final_loss", loss, 6);
+  if (signals.requested()) plan_summary.add("stopped_by", std::string(signals.signal_name()));
+  plan_summary.print();
+  std::fflush(stdout);  // before the other ranks may leave, and mpiexec end this one
+  return saved;
+}
+
 // Every rank's place, for the first line of the log: mpiexec names a dead rank by its
 // number alone ("process rank 3 ... signal 9"), and this line says where it stood.
 std::string mesh_rank_map(const MeshShape& shape) {
@@ -379,7 +431,12 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const 
   }
   StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
   float loss = 0;
-  for (int step = 0; step < flags.steps; ++step) {
+  // The first SIGINT or SIGTERM finishes the step; the ranks agree to stop after the same
+  // one (chapter 5's), rank 0 saves it, and the job exits 130 or 143.
+  const GracefulStop signals;
+  bool stop = false;
+  int steps_run = 0;
+  for (int step = 0; step < flags.steps && !stop; ++step) {
     // `step` counts this run's steps; `global_step` the job's since --seed (resumes too).
     const std::int64_t global_step = first_step + step;
     const auto start = base::Clock::now();
@@ -393,54 +450,27 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const 
       MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
     }
     log.step_done(global_step, loss, base::seconds_since(start));
-    if (checkpoints.due(global_step + 1, step + 1 == flags.steps)) {
+    steps_run = step + 1;
+    // A signal reaches the ranks maybe in different steps: alone, a rank that stopped would
+    // leave the others waiting in the next collective.
+    stop = ranks_agree_to_stop(job, watchdog, signals.requested(), step);
+    if (checkpoints.due(global_step + 1, step + 1 == flags.steps || stop)) {
       checkpoints.save(global_step + 1, step, *rank, watchdog);
     }
   }
 
-  const Measured measured = gather_measurement(job, *runtime, *rank, flags.steps);
+  const Measured measured = gather_measurement(job, *runtime, *rank, steps_run);
   model::TrainingState whole;
   if (!flags.save_params.empty()) rank->put_together(whole);
-  if (job.rank() != 0) return 0;
-  bool saved = true;
-  if (!flags.save_params.empty()) {
-    saved = write_output([&] {
-      model::TrainingState final_state;
-      final_state.global_step = first_step + flags.steps;
-      final_state.params = whole.params;
-      final_state.moving_averages = whole.params;  // --save-params: the parameters alone
-      model::save_checkpoint_file(flags.save_params, final_state);
-      std::printf("saved parameters to %s\n", flags.save_params.c_str());
-    });
+  // Rank 0 writes and prints; then every rank leaves together: a rank that left first
+  // with a signal's status (143) would have mpiexec end rank 0 before its summary.
+  const bool saved = job.rank() != 0 || report(c, flags, plan_summary, measured, whole, log, loss,
+                                               bubble, first_step + steps_run, steps_run, signals);
+  {
+    Watchdog::Scope waiting(watchdog, "MPI_Barrier of the end", steps_run);
+    MPI_CHECK(MPI_Barrier(job.comm()));
   }
-  const MeshPlan plan = make_mesh_plan(c);
-  const bool matches = print_side_by_side(plan, measured);
-  if (pipeline) {
-    std::printf("bubble, the last step's idle share read from the trace: %.3f (the plan's "
-                "(p-1)/(m+p-1) = %.3f assumes equal stages; the real model's are not)\n",
-                bubble, plan.bubble);
-  }
-  for (MemoryCategory category : kCategories) {
-    const unsigned long long peak = measured.peak[static_cast<std::size_t>(category)];
-    if (category == MemoryCategory::kWorkspace && peak == 0) continue;  // the host has none
-    plan_summary.add("peak_" + std::string(category_name(category)) + "_bytes",
-                     static_cast<long long>(peak));
-  }
-  unsigned long long wire = 0;
-  for (std::size_t d = 0; d < 3; ++d) {
-    plan_summary.add("wire_" + std::string(kMeshDimensions[d]) + "_bytes_per_step",
-                     static_cast<long long>(measured.wire[d]));
-    wire += measured.wire[d];
-  }
-  plan_summary.add("wire_bytes_per_step", static_cast<long long>(wire))
-      .add("plan_matches", std::string(matches ? "yes" : "no"))
-      .add("bubble_share", bubble, 3)
-      .add("steps", flags.steps)
-      .add("global_step", static_cast<long long>(first_step + flags.steps))
-      .add("step_ms", log.mean_step_ms(), 3)
-      .add("final_loss", loss, 6)
-      .print();
-  return saved ? 0 : 1;
+  return signals.exit_status(saved ? 0 : 1);
 }
 
 }  // namespace towers

@@ -15,9 +15,12 @@
 //     on the mesh.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "../data/temp_dir.hpp"
 #include "data/cifar10.hpp"
@@ -183,6 +186,39 @@ TEST(MeshCheckpoint, AnotherGlobalBatchIsRefusedBeforeStepZeroSayingWhatToDo) {
   EXPECT_EQ(other.output.find(said, first + 1), std::string::npos) << "said once\n" << other.output;
   EXPECT_TRUE(has(other, "Resume with a --dp and --batch-size whose product is 2")) << other.output;
   EXPECT_TRUE(has(other, model::checkpoint_name(1))) << "names the file\n" << other.output;
+}
+
+// A scheduler or a user may signal one rank alone: that rank finishes its step, the ranks
+// agree to stop after the same step, rank 0 saves it, and --resume continues as if
+// nothing had happened (chapter 5's stop, now on a pipeline's ranks).
+TEST(MeshCheckpoint, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "stopped";
+  const std::string flags = "--pp 2 " + kPipeline + "--checkpoint-dir " + folder.string() + " ";
+  const std::string command = testing::mpiexec_command("11_mesh", 2, flags + "--steps 100000");
+  const ProgramRun stopped = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
+    const std::vector<pid_t> ranks = testing::rank_pids("11_mesh", folder.string());
+    EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
+    if (!ranks.empty()) ::kill(ranks.back(), SIGTERM);  // one rank, whichever it is
+  });
+  EXPECT_EQ(stopped.exit_code, 143) << "the signalled rank's status\n" << stopped.output;
+  const std::string step = stopped.last("global_step");
+  ASSERT_FALSE(step.empty()) << "rank 0 ended with its summary\n" << stopped.output;
+  const int k = std::stoi(step);
+  EXPECT_GE(k, 2) << stopped.output;
+  EXPECT_LT(k, 100000) << stopped.output;
+  EXPECT_TRUE(has(stopped, "saved " + (folder / ("model.ckpt-" + step)).string())) << stopped.output;
+
+  const fs::path resumed = dir.path() / "resumed.params", straight = dir.path() / "straight.params";
+  const RankRun rest = run_ranks("11_mesh", 2, flags + "--steps 3 --resume --save-params " + resumed.string());
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  EXPECT_EQ(rest.last("global_step"), std::to_string(k + 3)) << rest.output;
+  const RankRun whole = run_ranks("11_mesh", 2, "--pp 2 " + kPipeline + "--steps " + std::to_string(k + 3) +
+                                                    " --save-params " + straight.string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const std::string final_params = bytes_of(straight);
+  EXPECT_FALSE(final_params.empty());
+  EXPECT_TRUE(final_params == bytes_of(resumed)) << "--save-params differ after the stop";
 }
 
 // --- A dead or stalled rank -------------------------------------------------------------
