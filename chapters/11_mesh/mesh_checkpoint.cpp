@@ -77,7 +77,6 @@ MeshCheckpoints::MeshCheckpoints(const MpiJob& job, const CheckpointFlags& flags
 
 void MeshCheckpoints::save(std::int64_t steps_taken, int run_step, MeshRank& rank,
                            Watchdog& watchdog) const {
-  // docs-begin: mesh-checkpoint
   // Every rank sends its part (its copy, slice or range) to world rank 0, which writes
   // chapter 1's file through chapter 5's save; the input stands where the global steps
   // put it, on every rank alike.
@@ -90,7 +89,6 @@ void MeshCheckpoints::save(std::int64_t steps_taken, int run_step, MeshRank& ran
   const data::InputPosition input = data::position_after(
       first_input_step_ + run_step + 1, examples_, config_.dp, config_.batch, seed_);
   ranks_.save(steps_taken, input, watchdog, run_step, parts);
-  // docs-end: mesh-checkpoint
 }
 
 }  // namespace towers
