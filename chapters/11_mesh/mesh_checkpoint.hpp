@@ -18,6 +18,9 @@
 // so it is computed, not gathered from the ranks that read: a stage in the middle of a
 // pipeline reads nothing. A resume checks the checkpoint's position against this mesh on
 // every rank before step 0 (a usage error, said once by rank 0, naming the flags to fix).
+// The tutorial's SGD keeps no state beyond the moving averages. An optimizer that keeps
+// some (chapter 8's momentum, Adam) adds its floats to MeshRank::put_together and to the
+// ranks' constructors, each rank its part, as the moving averages are.
 // Used from the training thread of every rank; the constructor and save() are collectives.
 // Introduced in chapter 11.
 #pragma once
