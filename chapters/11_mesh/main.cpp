@@ -13,11 +13,15 @@
 // communicator per dimension, and prints the plan beside what the run measured. What is
 // planned but not run yet (a pipeline beside tensor parallelism, ZeRO beside tensor or
 // pipeline parallelism) is refused before the run starts.
+// The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
+// rank's part, with chapter 5's flags (mesh_checkpoint.hpp), and chapter 5's test hooks
+// make one rank die or stall.
 #include <cstdio>
 #include <string>
 
 #include "cli/options.hpp"
 #include "cli/summary.hpp"
+#include "harness/checkpoint_dir.hpp"
 #include "harness/training_run.hpp"  // add_save_params_flag
 #include "mesh_run_flags.hpp"
 #include "model/optimizer.hpp"
@@ -143,7 +147,8 @@ int main(int argc, char** argv) {
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
                "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
-               "and prints the plan beside what it measured."};
+               "and prints the plan beside what it measured; it saves and resumes chapter 1's "
+               "checkpoints (--checkpoint-dir, --resume)."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;
@@ -202,6 +207,18 @@ int main(int argc, char** argv) {
                  "seconds any one collective may wait for the other ranks before the job ends")
       ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"))
       ->group(run_group);
+  // Chapter 1's flags, with chapter 5's meaning for a job: rank 0 owns the folder.
+  const std::string checkpoint_group = "Checkpoints of the composed run (rank 0 writes chapter "
+                                       "1's file, the ranks' parts put together)";
+  add_checkpoint_flags(app, run_flags.checkpoints);
+  for (const char* name : {"--checkpoint-dir", "--checkpoint-every", "--resume",
+                           "--resume-if-present", "--overwrite"}) {
+    app.get_option(name)->group(checkpoint_group);
+  }
+#if TOWERS_MESH_RUN
+  FaultFlags faults;
+  add_fault_flags(app, faults);  // chapter 5's test hooks: one rank dies or stalls on purpose
+#endif
 
   // What both the plan and the run check first: the flags name a mesh the plan accepts.
   auto settle = [&] {
@@ -223,12 +240,16 @@ int main(int argc, char** argv) {
       if (const std::string problem = mesh_run_problem(config); !problem.empty()) {
         throw UsageError(problem);
       }
+      if (const std::string problem = mesh_checkpoint_problem(config, run_flags.checkpoints);
+          !problem.empty()) {
+        throw UsageError(problem);
+      }
       check_mesh_job(config, job);
       const MeshPlan plan = make_mesh_plan(config);
       print_plan(plan);
       Summary summary = plan_summary(plan);
       summary.add("measured", std::string("yes"));
-      return run_mesh(job, config, run_flags, summary);
+      return run_mesh(job, config, run_flags, faults, summary);
     });
   }
 #endif

@@ -19,6 +19,7 @@
 // plan names, and every byte a rank sends is counted where it is sent, per dimension.
 #include "mesh_run.hpp"
 
+#include "mesh_checkpoint.hpp"
 #include "mesh_rank.hpp"
 
 #include <algorithm>
@@ -31,8 +32,10 @@
 
 #include "base/timing.hpp"
 #include "base/usage_error.hpp"
+#include "cli/graceful_stop.hpp"
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
+#include "harness/rank_step.hpp"  // ranks_agree_to_stop
 #include "harness/stage_trace.hpp"
 #include "harness/tower_inputs.hpp"
 #include "harness/training.hpp"
@@ -42,6 +45,7 @@
 #include "model/optimizer.hpp"
 #include "model/optimizer_state.hpp"
 #include "model/parameters.hpp"
+#include "mpi/fault_injection.hpp"
 #include "mpi/mesh_ranks.hpp"
 #include "mpi/mpi_check.hpp"
 #include "mpi/rank_trace.hpp"
@@ -72,6 +76,8 @@ class ReplicaRank final : public MeshRank {
               "data ring"),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
     vars_.load_from_host(state);
+    // A resumed run's iterator starts at the global batch where the checkpoint stood.
+    if (state.input) inputs_.restore(*state.input);
     tower.stream->synchronize();
   }
 
@@ -90,9 +96,8 @@ class ReplicaRank final : public MeshRank {
 
   float loss() override { return tower_.losses.as<float>()[model::kTotalLoss]; }
 
-  void put_together(std::vector<float>& whole) override {
-    whole.resize(model::kNumParameters);
-    vars_.params_to_host(whole.data());  // every replica's copy is the same: rank 0's
+  void put_together(model::TrainingState& whole) override {
+    vars_.state_to_host(whole);  // every replica's copy is the same: rank 0's
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -128,6 +133,7 @@ class TensorRank final : public MeshRank {
         // --optimizer's own state for the slice (none for SGD), beside its moving averages.
         optimizer_(c.optimizer, *tower_.device, *tower_.stream, slices_.layout(0).size()) {
     slices_.take_back(state.params.data(), state.moving_averages.data());
+    if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     // g sums [b, 192], f [b, 2304]: one ring sized for f, as chapter 10's.
     auto tensor = std::make_unique<MeshRing>(
         *tower_.device, mesh.tensor(), static_cast<std::size_t>(c.batch) * kTensorInputWidth,
@@ -183,10 +189,25 @@ class TensorRank final : public MeshRank {
     return tower_.losses.as<float>()[model::kCrossEntropy] + decay;
   }
 
-  void put_together(std::vector<float>& whole) override {
+  void put_together(model::TrainingState& whole) override {
+    gather(slices_.params(0), whole.params);
+    gather(slices_.averages(0), whole.moving_averages);  // laid out as the parameters
+  }
+
+  std::uint64_t bytes_sent(int dimension) const override {
+    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    return dimension == 1 ? tensor_->bytes_sent() : 0;
+  }
+  Stream& stream() override { return *tower_.stream; }
+
+ private:
+  // The replica's slices of one array laid out as the parameters (`slice`, on this rank's
+  // device), gathered over the tensor communicator and put into chapter 1's flat layout
+  // in `whole` on world rank 0.
+  void gather(const float* slice, std::vector<float>& whole) {
     const std::size_t size = slices_.layout(0).size();  // equal: tp divides 384
     std::vector<float> mine(size);
-    copy_to_host(*tower_.stream, mine.data(), slices_.params(0), size);
+    copy_to_host(*tower_.stream, mine.data(), slice, size);
     int ranks = 1;
     MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
     std::vector<float> all(mesh_.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
@@ -200,13 +221,6 @@ class TensorRank final : public MeshRank {
     }
   }
 
-  std::uint64_t bytes_sent(int dimension) const override {
-    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
-    return dimension == 1 ? tensor_->bytes_sent() : 0;
-  }
-  Stream& stream() override { return *tower_.stream; }
-
- private:
   const MeshRanks& mesh_;
   Tower& tower_;
   TensorSlices slices_;
@@ -297,101 +311,20 @@ double measured_bubble(const MpiJob& job, Trace& trace, const Stream& stream, do
   return sum / job.size();
 }
 
-}  // namespace
-
-std::string mesh_run_problem(const MeshConfig& c) {
-  const std::string today = "the composed run covers data x tensor and data x pipeline today "
-                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
-                            "with data parallelism alone; the host backend); ";
-  const std::string plan = ": add --plan to print what that mesh will hold and send";
-  if (c.pp > 1 && c.tp > 1) {
-    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
-           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
-  }
-  if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
-    return today + "--zero " + std::to_string(c.zero) + " beside " +
-           (c.tp > 1 ? "tensor" : "pipeline") + " parallelism is planned, not run" + plan;
-  }
-  if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
-  return "";
-}
-
-void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
-  if (job.size() != c.devices()) {
-    const std::string n = std::to_string(c.devices());
-    throw UsageError("a mesh of --dp " + std::to_string(c.dp) + " x --tp " + std::to_string(c.tp) +
-                     " x --pp " + std::to_string(c.pp) + " takes " + n + " process(es), one per "
-                     "device, and this job has " + std::to_string(job.size()) + ": start it with "
-                     "mpirun -n " + n + " build/bin/11_mesh ... (or add --plan to print the plan)");
-  }
-}
-
-int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summary plan_summary) {
-  check_mesh_job(c, job);
-  const MeshRanks mesh(job.comm(), {.dp = c.dp, .pp = c.pp, .tp = c.tp});
-  Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(flags.collective_timeout_s * 1000)));
-  ops::set_host_op_threads(1);  // one compute thread per simulated device, as every chapter
-  auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
-  const data::Dataset train = load_training_set(flags.data_dir);
-  const model::TrainingState state = fresh_state(flags.seed);
-  // A stage makes its own activations (a Network per micro-batch in flight); the others
-  // are a tower, chapter 5's or chapter 10's.
-  TowerSet set;
-  if (c.pp == 1) {
-    TowerLayout layout;
-    layout.towers = 1;
-    layout.batch_size = c.batch;
-    layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
-    // A tensor rank's gradients are its slice's; from ZeRO-2 on a rank keeps its shard.
-    layout.whole_gradients = c.tp == 1 && c.zero < 2;
-    layout.replica_params = false;        // each rank owns its parameters (or its slice)
-    set = make_towers(*runtime, layout);
-  }
-  std::unique_ptr<MeshRank> rank;
-  if (c.pp > 1) {
-    rank = make_stage_rank(mesh, watchdog, *runtime, train, c, state, flags.seed);
-  } else if (c.tp == 1 && (c.zero > 0 || c.optimizer != model::Optimizer::kSgd)) {
-    rank = make_sharded_rank(mesh, watchdog, set, train, c, state, flags.seed);
-  } else if (c.tp == 1) {
-    rank = std::make_unique<ReplicaRank>(mesh, watchdog, *set.towers[0], set, train, c, state,
-                                         flags.seed);
-  } else {
-    rank = std::make_unique<TensorRank>(mesh, watchdog, *runtime, set, train, c, state, flags.seed);
-  }
-  std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each; rank 0 "
-              "is (data 0, pipeline 0, tensor 0)\n", job.size(), c.dp, c.tp, c.pp);
-
-  // A pipeline's bubble is read from the trace, every rank's put on rank 0's clock.
+// Rank 0's end of the run: --save-params, the plan beside the measurement, the summary.
+// Returns whether --save-params was written (or not asked for).
+bool report(const MeshConfig& c, const MeshRunFlags& flags, Summary& plan_summary,
+            const Measured& measured, const model::TrainingState& whole, const StepLog& log,
+            float loss, double bubble, std::int64_t global_step, int steps_run,
+            const GracefulStop& signals) {
   const bool pipeline = c.pp > 1;
-  double offset_us = 0, bubble = 0;
-  if (pipeline) {
-    offset_us = clock_offset_us(job, runtime->trace());
-    runtime->trace().set_enabled(true);
-  }
-  StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
-  float loss = 0;
-  for (int step = 0; step < flags.steps; ++step) {
-    const auto start = base::Clock::now();
-    rank->enqueue(step, step);
-    rank->stream().synchronize();
-    if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
-    loss = rank->loss();
-    // Log the last replica's loss, as chapter 5 logs its last rank's.
-    MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
-    log.step_done(step, loss, base::seconds_since(start));
-  }
-
-  const Measured measured = gather_measurement(job, *runtime, *rank, flags.steps);
-  std::vector<float> whole;
-  if (!flags.save_params.empty()) rank->put_together(whole);
-  if (job.rank() != 0) return 0;
   bool saved = true;
   if (!flags.save_params.empty()) {
     saved = write_output([&] {
       model::TrainingState final_state;
-      final_state.global_step = flags.steps;
-      final_state.params = whole;
-      final_state.moving_averages = whole;
+      final_state.global_step = global_step;
+      final_state.params = whole.params;
+      final_state.moving_averages = whole.params;  // --save-params: the parameters alone
       model::save_checkpoint_file(flags.save_params, final_state);
       std::printf("saved parameters to %s\n", flags.save_params.c_str());
     });
@@ -418,11 +351,157 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, Summar
   plan_summary.add("wire_bytes_per_step", static_cast<long long>(wire))
       .add("plan_matches", std::string(matches ? "yes" : "no"))
       .add("bubble_share", bubble, 3)
-      .add("steps", flags.steps)
+      .add("steps", steps_run)
+      .add("global_step", static_cast<long long>(global_step))
       .add("step_ms", log.mean_step_ms(), 3)
-      .add("final_loss", loss, 6)
-      .print();
-  return saved ? 0 : 1;
+      .add("final_loss", loss, 6);
+  if (signals.requested()) plan_summary.add("stopped_by", std::string(signals.signal_name()));
+  plan_summary.print();
+  std::fflush(stdout);  // before the other ranks may leave, and mpiexec end this one
+  return saved;
+}
+
+// Every rank's place, for the first line of the log: mpiexec names a dead rank by its
+// number alone ("process rank 3 ... signal 9"), and this line says where it stood.
+std::string mesh_rank_map(const MeshShape& shape) {
+  std::string map;
+  for (int r = 0; r < shape.ranks(); ++r) map += (r == 0 ? "" : ", ") + mesh_rank_name(r, shape);
+  return map;
+}
+
+}  // namespace
+
+std::string mesh_run_problem(const MeshConfig& c) {
+  const std::string today = "the composed run covers data x tensor and data x pipeline today "
+                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
+                            "with data parallelism alone; the host backend); ";
+  const std::string plan = ": add --plan to print what that mesh will hold and send";
+  if (c.pp > 1 && c.tp > 1) {
+    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
+           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
+  }
+  if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
+    return today + "--zero " + std::to_string(c.zero) + " beside " +
+           (c.tp > 1 ? "tensor" : "pipeline") + " parallelism is planned, not run" + plan;
+  }
+  if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
+  return "";
+}
+
+std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& checkpoints) {
+  if (checkpoints.dir.empty()) return "";
+  if (c.zero == 0 && c.optimizer == model::Optimizer::kSgd) return "";
+  const std::string what = c.zero > 0 ? "--zero " + std::to_string(c.zero) + "'s shards"
+                                      : std::string("--optimizer ") +
+                                            model::optimizer_name(c.optimizer) + "'s state";
+  return "--checkpoint-dir: the composed run's checkpoints hold SGD's state (the parameters "
+         "and moving averages) today, and " + what + " would be missing from the file, so a "
+         "resume would not continue this run; drop --checkpoint-dir and the resume flags, "
+         "use --optimizer sgd --zero 0, or run chapter 8 (08_sharded), whose checkpoints "
+         "keep them";
+}
+
+void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
+  if (job.size() != c.devices()) {
+    const std::string n = std::to_string(c.devices());
+    throw UsageError("a mesh of --dp " + std::to_string(c.dp) + " x --tp " + std::to_string(c.tp) +
+                     " x --pp " + std::to_string(c.pp) + " takes " + n + " process(es), one per "
+                     "device, and this job has " + std::to_string(job.size()) + ": start it with "
+                     "mpirun -n " + n + " build/bin/11_mesh ... (or add --plan to print the plan)");
+  }
+}
+
+int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const FaultFlags& faults,
+             Summary plan_summary) {
+  check_mesh_job(c, job);
+  const data::Dataset train = load_training_set(flags.data_dir);
+  // Rank 0 settles --checkpoint-dir and reads the checkpoint to resume, before step 0; the
+  // whole state is then every rank's, and each rank takes its part of it when it is made.
+  const MeshCheckpoints checkpoints(job, flags.checkpoints, c, train.size(), flags.seed);
+  const model::TrainingState& state = checkpoints.start();
+  const std::int64_t first_step = checkpoints.first_step();
+  const MeshRanks mesh(job.comm(), {.dp = c.dp, .pp = c.pp, .tp = c.tp});
+  Watchdog watchdog(job, std::chrono::milliseconds(static_cast<long>(flags.collective_timeout_s * 1000)));
+  // A stalled rank is named with its place on the mesh, as the rank map below gives it.
+  watchdog.name_ranks([shape = mesh.shape()](int r) { return mesh_rank_name(r, shape); });
+  ops::set_host_op_threads(1);  // one compute thread per simulated device, as every chapter
+  auto runtime = Runtime::create({.backend = BackendChoice::kHost, .devices = 1});
+  // A stage makes its own activations (a Network per micro-batch in flight); the others
+  // are a tower, chapter 5's or chapter 10's.
+  TowerSet set;
+  if (c.pp == 1) {
+    TowerLayout layout;
+    layout.towers = 1;
+    layout.batch_size = c.batch;
+    layout.first_index = mesh.at().data;  // the replica's shard (chapter 5: tower index = rank)
+    // A tensor rank's gradients are its slice's; from ZeRO-2 on a rank keeps its shard.
+    layout.whole_gradients = c.tp == 1 && c.zero < 2;
+    layout.replica_params = false;        // each rank owns its parameters (or its slice)
+    set = make_towers(*runtime, layout);
+  }
+  std::unique_ptr<MeshRank> rank;
+  if (c.pp > 1) {
+    rank = make_stage_rank(mesh, watchdog, *runtime, train, c, state, flags.seed);
+  } else if (c.tp == 1 && (c.zero > 0 || c.optimizer != model::Optimizer::kSgd)) {
+    rank = make_sharded_rank(mesh, watchdog, set, train, c, state, flags.seed);
+  } else if (c.tp == 1) {
+    rank = std::make_unique<ReplicaRank>(mesh, watchdog, *set.towers[0], set, train, c, state,
+                                         flags.seed);
+  } else {
+    rank = std::make_unique<TensorRank>(mesh, watchdog, *runtime, set, train, c, state, flags.seed);
+  }
+  std::printf("%d rank(s) on a mesh of dp %d x tp %d x pp %d, one simulated device each: %s\n",
+              job.size(), c.dp, c.tp, c.pp, mesh_rank_map(mesh.shape()).c_str());
+
+  // A pipeline's bubble is read from the trace, every rank's put on rank 0's clock.
+  const bool pipeline = c.pp > 1;
+  double offset_us = 0, bubble = 0;
+  if (pipeline) {
+    offset_us = clock_offset_us(job, runtime->trace());
+    runtime->trace().set_enabled(true);
+  }
+  StepLog log(c.dp * c.batch, c.dp, flags.log_every, flags.steps);
+  float loss = 0;
+  // The first SIGINT or SIGTERM finishes the step; the ranks agree to stop after the same
+  // one (chapter 5's), rank 0 saves it, and the job exits 130 or 143.
+  const GracefulStop signals;
+  bool stop = false;
+  int steps_run = 0;
+  for (int step = 0; step < flags.steps && !stop; ++step) {
+    // `step` counts this run's steps; `global_step` the job's since --seed (resumes too).
+    const std::int64_t global_step = first_step + step;
+    const auto start = base::Clock::now();
+    maybe_fail(faults, job, step);  // test hook; nothing unless --fail-rank
+    rank->enqueue(step, global_step);
+    rank->stream().synchronize();
+    if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
+    loss = rank->loss();
+    {  // Log the last replica's loss, as chapter 5 logs its last rank's.
+      Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", step);
+      MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));
+    }
+    log.step_done(global_step, loss, base::seconds_since(start));
+    steps_run = step + 1;
+    // A signal reaches the ranks maybe in different steps: alone, a rank that stopped would
+    // leave the others waiting in the next collective.
+    stop = ranks_agree_to_stop(job, watchdog, signals.requested(), step);
+    if (checkpoints.due(global_step + 1, step + 1 == flags.steps || stop)) {
+      checkpoints.save(global_step + 1, step, *rank, watchdog);
+    }
+  }
+
+  const Measured measured = gather_measurement(job, *runtime, *rank, steps_run);
+  model::TrainingState whole;
+  if (!flags.save_params.empty()) rank->put_together(whole);
+  // Rank 0 writes and prints; then every rank leaves together: a rank that left first
+  // with a signal's status (143) would have mpiexec end rank 0 before its summary.
+  const bool saved = job.rank() != 0 || report(c, flags, plan_summary, measured, whole, log, loss,
+                                               bubble, first_step + steps_run, steps_run, signals);
+  {
+    Watchdog::Scope waiting(watchdog, "MPI_Barrier of the end", steps_run);
+    MPI_CHECK(MPI_Barrier(job.comm()));
+  }
+  return signals.exit_status(saved ? 0 : 1);
 }
 
 }  // namespace towers

@@ -23,6 +23,7 @@
 
 #include "cli/summary.hpp"
 #include "mesh_run_flags.hpp"
+#include "mpi/fault_injection.hpp"
 #include "mpi/mpi_job.hpp"
 #include "parallel/mesh_plan.hpp"
 
@@ -32,14 +33,23 @@ namespace towers {
 /// --plan prints the prediction; "" when `config` runs. The same on every rank.
 std::string mesh_run_problem(const MeshConfig& config);
 
+/// Why `config` cannot keep checkpoints (`checkpoints`: --checkpoint-dir and the resume
+/// flags) yet, as a sentence saying what to do; "" when it can. A checkpoint of the mesh
+/// holds the parameters and moving averages (SGD's whole state); momentum's and Adam's
+/// state and ZeRO's shards are not put together yet, and a file without them would resume
+/// a different run, so such a run is refused before it starts. The same on every rank.
+std::string mesh_checkpoint_problem(const MeshConfig& config, const CheckpointFlags& checkpoints);
+
 /// Throws UsageError, saying how to start the job, when `job` has not config.devices()
 /// ranks (one process per device).
 void check_mesh_job(const MeshConfig& config, const MpiJob& job);
 
 /// Runs `config` on `job` (whose size must be config.devices(): UsageError otherwise) for
-/// `flags.steps` steps; rank 0 prints the run's measurement and `plan_summary` (the plan's
-/// keys) with the measured keys added. Returns the exit status.
+/// `flags.steps` steps, from --resume's checkpoint or --seed, saving chapter 1's
+/// checkpoints (mesh_checkpoint.hpp); `faults` make one rank fail on purpose (chapter 5's
+/// test hooks). Rank 0 prints the run's measurement and `plan_summary` (the plan's keys)
+/// with the measured keys added. Returns the exit status.
 int run_mesh(MpiJob& job, const MeshConfig& config, const MeshRunFlags& flags,
-             Summary plan_summary);
+             const FaultFlags& faults, Summary plan_summary);
 
 }  // namespace towers

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "harness/checkpoint_dir.hpp"
+
 namespace towers {
 
 /// The composed run's own flags, beside the mesh's (MeshConfig).
@@ -16,6 +18,7 @@ struct MeshRunFlags {
   std::string data_dir;           ///< --data-dir; empty: the embedded synthetic set
   std::string save_params;        ///< --save-params: the job's parameters, put together
   double collective_timeout_s = 30;  ///< --collective-timeout
+  CheckpointFlags checkpoints;    ///< --checkpoint-dir, --resume, ... (chapter 1's, for a job)
 };
 
 }  // namespace towers

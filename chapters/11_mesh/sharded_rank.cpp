@@ -65,7 +65,11 @@ class ShardedRank final : public MeshRank {
 
   float loss() override { return tower_.losses.as<float>()[model::kTotalLoss]; }
 
-  void put_together(std::vector<float>& whole) override {
+  // The parameters alone (--save-params): the moving averages and the optimizer's state
+  // are shards from ZeRO-1 on and are not put together yet, so a checkpoint of this rank
+  // is refused before the run (mesh_checkpoint_problem).
+  void put_together(model::TrainingState& state) override {
+    std::vector<float>& whole = state.params;
     // Below ZeRO-3 every rank holds the parameters whole after the all-gather: rank 0's.
     whole.resize(model::kNumParameters);
     if (zero_ < 3) {

@@ -76,6 +76,7 @@ class StageRank final : public MeshRank {
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
     // has no one else's entries to leave room for.
     optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
+    if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     grad_sum_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     micro_grads_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     const int slots = peak_stashed_activations(schedule_);
@@ -162,17 +163,12 @@ class StageRank final : public MeshRank {
     return static_cast<float>(cross_entropy / micro_batches_);
   }
 
-  void put_together(std::vector<float>& whole) override {
-    // Each stage's range, gathered on stage 0 into chapter 1's flat layout.
-    std::vector<float> mine(model::kNumParameters);
-    vars_.params_to_host(mine.data());
-    std::vector<int> counts(static_cast<std::size_t>(stages_)), offsets(counts.size());
-    const int count = static_cast<int>(range_.count), offset = static_cast<int>(range_.offset);
-    MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    MPI_CHECK(MPI_Gather(&offset, 1, MPI_INT, offsets.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    whole.assign(first() ? model::kNumParameters : 0, 0.0f);
-    MPI_CHECK(MPI_Gatherv(mine.data() + range_.offset, count, MPI_FLOAT, whole.data(),
-                          counts.data(), offsets.data(), MPI_FLOAT, 0, mesh_.pipeline()));
+  void put_together(model::TrainingState& whole) override {
+    // Each stage's range of each array, gathered on stage 0 into chapter 1's flat layout.
+    model::TrainingState mine;
+    vars_.state_to_host(mine);  // this stage's range of both arrays
+    gather(mine.params, whole.params);
+    gather(mine.moving_averages, whole.moving_averages);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -184,6 +180,18 @@ class StageRank final : public MeshRank {
  private:
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ + 1 == stages_; }
+
+  // This stage's range of `mine` (kNumParameters floats) gathered with the other stages'
+  // into `whole` on stage 0 (world rank 0 is the first stage of replica 0).
+  void gather(const std::vector<float>& mine, std::vector<float>& whole) {
+    std::vector<int> counts(static_cast<std::size_t>(stages_)), offsets(counts.size());
+    const int count = static_cast<int>(range_.count), offset = static_cast<int>(range_.offset);
+    MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mesh_.pipeline()));
+    MPI_CHECK(MPI_Gather(&offset, 1, MPI_INT, offsets.data(), 1, MPI_INT, 0, mesh_.pipeline()));
+    whole.assign(first() ? model::kNumParameters : 0, 0.0f);
+    MPI_CHECK(MPI_Gatherv(mine.data() + range_.offset, count, MPI_FLOAT, whole.data(),
+                          counts.data(), offsets.data(), MPI_FLOAT, 0, mesh_.pipeline()));
+  }
 
   // The replica's batch: the images to the first stage's device, the labels to the last's.
   void read_batch() {
@@ -224,12 +232,20 @@ class StageRank final : public MeshRank {
   // below MPI's least MPI_TAG_UB (32,767) for the 1,024 micro-batches the flags allow.
   static int tag(int mb, Pass pass) { return mb * 2 + (pass == Pass::kBackward ? 1 : 0); }
 
-  // As stream work: wait for a posted receive (under the watchdog).
-  void receive(MPI_Request* request, const std::string& what, int step) {
+  // World rank of this replica's stage `stage`: whom a message's wait waits for.
+  int world_rank_of_stage(int stage) const {
+    MeshCoordinates at = mesh_.at();
+    at.pipeline = stage;
+    return mesh_rank(at, mesh_.shape());
+  }
+
+  // As stream work: wait for a posted receive from stage `from` (under the watchdog, as a
+  // wait for that one rank: the other ranks do not make it, so it is no collective).
+  void receive(MPI_Request* request, int from, const std::string& what, int step) {
     stream_->launch(
         what,
-        [this, request, what, step] {
-          Watchdog::Scope waiting(watchdog_, what, step);
+        [this, request, from, what, step] {
+          Watchdog::Scope waiting(watchdog_, what, step, world_rank_of_stage(from));
           MPI_CHECK(MPI_Wait(request, MPI_STATUS_IGNORE));
         },
         [](const CudaLaunchContext&) { throw std::logic_error("a stage's MPI runs on the host"); });
@@ -240,7 +256,7 @@ class StageRank final : public MeshRank {
     stream_->launch(
         what,
         [this, data, floats, to, tag, what, step] {
-          Watchdog::Scope waiting(watchdog_, what, step);
+          Watchdog::Scope waiting(watchdog_, what, step, world_rank_of_stage(to));
           MPI_CHECK(MPI_Send(data, static_cast<int>(floats), MPI_FLOAT, to, tag, mesh_.pipeline()));
           pipeline_sent_ += floats * sizeof(float);
         },
@@ -252,7 +268,7 @@ class StageRank final : public MeshRank {
     Network& net = *slots_[i % slots_.size()];
     stream_->set_tower(mb);
     if (!first()) {  // the stage before's activations, into this slot's input
-      receive(&activation_requests_[i], "receive activations", step);
+      receive(&activation_requests_[i], stage_ - 1, "receive activations", step);
       stream_->copy(net.layer_output(layers_.first - 1), activations_in_[i].data(),
                     sizeof(float) * output_floats(layers_.first - 1, micro_batch_),
                     "copy activations");
@@ -275,7 +291,7 @@ class StageRank final : public MeshRank {
     Network& net = *slots_[i % slots_.size()];
     stream_->set_tower(mb);
     if (!last()) {  // the stage after's gradient of this stage's output
-      receive(&gradient_requests_[i], "receive gradient", step);
+      receive(&gradient_requests_[i], stage_ + 1, "receive gradient", step);
       stream_->copy(net.output_gradient(layers_.last), gradients_in_[i].data(),
                     sizeof(float) * output_floats(layers_.last, micro_batch_), "copy gradient");
     }

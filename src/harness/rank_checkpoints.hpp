@@ -60,6 +60,11 @@ class RankCheckpoints {
   /// Has `training` start from the checkpoint rank 0 resumed, on every rank alike (its
   /// variables and its input; nothing for a fresh start). Call before training.start().
   void resume(TowerTraining& training) const;
+  /// The state rank 0 resumed, on every rank alike (nullopt: a fresh start), for a program
+  /// that makes its own ranks' variables from it (chapter 11's mesh).
+  const std::optional<model::TrainingState>& resumed() const { return resumed_; }
+  /// The file resumed() was read from, on rank 0 ("" elsewhere and on a fresh start).
+  std::string resumed_from() const { return dir_ ? dir_->resumed_from().string() : ""; }
 
   /// True when a checkpoint is due after `steps_taken` global steps (CheckpointDir::due's
   /// rule), on every rank: every rank takes part in a save.

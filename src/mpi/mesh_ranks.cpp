@@ -45,6 +45,12 @@ int mesh_rank(const MeshCoordinates& at, const MeshShape& shape) {
   return (at.data * shape.pp + at.pipeline) * shape.tp + at.tensor;
 }
 
+std::string mesh_rank_name(int rank, const MeshShape& shape) {
+  const MeshCoordinates at = mesh_coordinates(rank, shape);
+  return "rank " + std::to_string(rank) + " (data " + std::to_string(at.data) + ", pipeline " +
+         std::to_string(at.pipeline) + ", tensor " + std::to_string(at.tensor) + ")";
+}
+
 MeshRanks::MeshRanks(MPI_Comm world, const MeshShape& shape) : shape_(shape) {
   check_shape(shape);
   int size = 0;

@@ -22,6 +22,8 @@
 
 #include <mpi.h>
 
+#include <string>
+
 namespace towers {
 
 /// The degrees of a mesh: data replicas, pipeline stages, tensor ranks.
@@ -48,6 +50,10 @@ MeshCoordinates mesh_coordinates(int rank, const MeshShape& shape);
 
 /// The world rank at `at` on `shape`: the inverse of mesh_coordinates().
 int mesh_rank(const MeshCoordinates& at, const MeshShape& shape);
+
+/// "rank R (data d, pipeline p, tensor t)": how a message names world rank `rank` of
+/// `shape`, so that a reader of a failure knows where on the mesh it stood.
+std::string mesh_rank_name(int rank, const MeshShape& shape);
 
 /// This process's place on the mesh and one communicator per dimension. Made once, after
 /// MpiJob, by every rank of the job (MPI_Comm_split is collective); frees its

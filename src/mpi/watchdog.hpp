@@ -10,13 +10,18 @@
 //   not reached it (stalled or dead; look above for its own message)
 //
 // The rank to blame is named from the ProgressBoard, where every rank announces each
-// collective it enters.
+// collective it enters. A wait for one other rank alone (chapter 11's pipeline messages)
+// is no collective: it is not announced, and its timeout names that rank.
+//
+// A program may say how the message names a rank (chapter 11 adds each rank's place on its
+// mesh: "rank 1 (data 0, pipeline 0, tensor 1) had not reached it").
 //
 // One scope is open at a time; scopes may be opened from any thread. Introduced in chapter 5.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +48,10 @@ class Watchdog {
    public:
     /// Starts the clock of collective `what` of step `step` (-1: no step) on `watchdog`.
     Scope(Watchdog& watchdog, std::string what, int step);
+    /// Starts the clock of `what`, a wait for world rank `peer` alone (a point-to-point
+    /// message, chapter 11's pipeline): not announced on the board, since the other ranks
+    /// do not make it, and a timeout names `peer`, the one rank it waits for.
+    Scope(Watchdog& watchdog, std::string what, int step, int peer);
     /// The collective finished: stops the clock.
     ~Scope();
     Scope(const Scope&) = delete;
@@ -51,6 +60,10 @@ class Watchdog {
    private:
     Watchdog& watchdog_;
   };
+
+  /// How the message names world rank r: `name(r)` instead of "rank r". Call before the
+  /// first scope opens.
+  void name_ranks(std::function<std::string(int rank)> name);
 
   /// The limit, in seconds, for messages.
   double limit_seconds() const { return limit_.count() / 1000.0; }
@@ -67,7 +80,9 @@ class Watchdog {
   bool open_ = false;
   std::string what_;
   int step_ = -1;
+  int peer_ = -1;  // the one rank a point-to-point wait waits for; -1: a collective
   std::chrono::steady_clock::time_point deadline_;
+  std::function<std::string(int)> name_;  // empty: "rank r"
   std::thread thread_;  // last: started once everything above is set
 };
 

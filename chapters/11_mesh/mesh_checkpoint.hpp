@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// MeshCheckpoints: chapter 5's --checkpoint-dir, --checkpoint-every, --resume,
+// --resume-if-present and --overwrite for chapter 11's composed run, with chapter 1's file.
+//
+// A checkpoint of the mesh is chapter 1's file (model/checkpoint.hpp), the one format of
+// the project: the whole model in chapter 1's flat layout, put together on world rank 0
+// from every rank's part (a replica's copy, a tensor rank's slice, a stage's range:
+// MeshRank::put_together), with the global step and the input's position. Rank 0 alone
+// owns the folder, as chapter 5's ranks do (RankCheckpoints does it for both): it settles
+// the folder before step 0, reads the checkpoint, hands the whole state to every rank
+// (MPI_Bcast), and writes every save. Every rank takes its part of that whole state when
+// it is made, so the file does not remember the mesh that wrote it: it resumes any mesh
+// whose replicas read the same images per step (--dp x --batch-size), whatever its
+// --tp and --pp, and chapter 1 (01_single_gpu --resume) reads it too.
+//
+// The input's position after k global steps is the same on every rank (every rank reads
+// its part of one sequence of global batches of dp x batch images: data::position_after),
+// so it is computed, not gathered from the ranks that read: a stage in the middle of a
+// pipeline reads nothing. A resume checks the checkpoint's position against this mesh on
+// every rank before step 0 (a usage error, said once by rank 0, naming the flags to fix).
+// The tutorial's SGD keeps no state beyond the moving averages. An optimizer that keeps
+// some (chapter 8's momentum, Adam) adds its floats to MeshRank::put_together and to the
+// ranks' constructors, each rank its part, as the moving averages are.
+// Used from the training thread of every rank; the constructor and save() are collectives.
+// Introduced in chapter 11.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "harness/checkpoint_dir.hpp"
+#include "harness/rank_checkpoints.hpp"
+#include "mesh_rank.hpp"
+#include "model/checkpoint.hpp"
+#include "mpi/mpi_job.hpp"
+#include "mpi/watchdog.hpp"
+#include "parallel/mesh_plan.hpp"
+
+namespace towers {
+
+/// The checkpoints of a mesh (see above).
+class MeshCheckpoints {
+ public:
+  /// A collective, before the ranks are made: rank 0 settles `flags`' folder and reads the
+  /// checkpoint to resume (RankCheckpoints), every rank gets it and checks that its input
+  /// position fits `config` over a training set of `examples` images and `seed`. Throws
+  /// UsageError on every rank (rank 0 says it) when the folder is refused or the checkpoint
+  /// was written by a mesh whose replicas read another number of images per step.
+  MeshCheckpoints(const MpiJob& job, const CheckpointFlags& flags, const MeshConfig& config,
+                  std::size_t examples, std::uint64_t seed);
+
+  /// The whole state every rank starts from and takes its part of: the checkpoint's
+  /// (parameters, moving averages, global step, input position), or fresh_state(seed).
+  const model::TrainingState& start() const { return start_; }
+  /// The global step the run starts at: the checkpoint's, or 0.
+  std::int64_t first_step() const { return start_.global_step; }
+
+  /// True when a checkpoint is due after `steps_taken` global steps (chapter 1's rule:
+  /// every --checkpoint-every of the global step, and the `last` step), on every rank.
+  bool due(std::int64_t steps_taken, bool last) const { return ranks_.due(steps_taken, last); }
+  /// A collective at a due step, after the step's wait: every rank puts its part of the
+  /// state together on world rank 0 (`rank`), under `watchdog` as a collective of
+  /// `run_step`, and rank 0 writes model.ckpt-`steps_taken` with the input's position
+  /// after this run's `run_step` + 1 steps. A save that fails aborts the job.
+  void save(std::int64_t steps_taken, int run_step, MeshRank& rank, Watchdog& watchdog) const;
+
+ private:
+  RankCheckpoints ranks_;
+  const MeshConfig& config_;
+  std::size_t examples_;
+  std::uint64_t seed_;
+  model::TrainingState start_;
+  std::int64_t first_input_step_ = 0;  // global batches the input had taken at the start
+};
+
+}  // namespace towers

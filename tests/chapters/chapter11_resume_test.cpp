@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: MIT
+// Chapter 11's composed run survives what chapter 5's ranks survive (issue 40, item 4):
+//
+//   - one rank of a mesh killed with SIGKILL mid-run (--fail-how kill), then --resume: the
+//     last checkpoint and --save-params equal an uninterrupted run's byte for byte, for
+//     data x tensor, data x pipeline and data alone (each kind of rank: its slice, its
+//     range, its copy, and its input restarted where the job stood, across an epoch);
+//   - a checkpoint is chapter 1's file: 01_single_gpu --resume continues it, bit for bit
+//     where the numerics class says so (a pipeline is 01_single_gpu --accumulate m);
+//   - the file holds the whole model, not the mesh: it resumes on other --tp and --pp
+//     (a pipeline of 2 stages resumed on 3 ends where 2 would have), and a mesh whose
+//     replicas read another number of images per step is refused before step 0, saying
+//     which product of flags to give;
+//   - a dead rank and a stalled rank end the job within the bound, named with their place
+//     on the mesh.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "../data/temp_dir.hpp"
+#include "data/cifar10.hpp"
+#include "data/synthetic.hpp"
+#include "exact_resume.hpp"
+#include "kill_nine.hpp"
+#include "model/checkpoint.hpp"
+#include "program.hpp"
+#include "ranks.hpp"
+
+namespace towers {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::bytes_of;
+using testing::ProgramRun;
+using testing::RankRun;
+using testing::run_ranks;
+
+bool has(const ProgramRun& r, const std::string& text) {
+  return r.output.find(text) != std::string::npos;
+}
+
+// A tiny CIFAR-10 folder of 5 files of 3 records (chapter 5's): replicas that read 4
+// images a step in all (--dp 2 --batch-size 2) finish an epoch every 3 steps, so a kill
+// after step 4 or 5 lands mid-epoch and the run crosses epochs on both sides of it.
+std::string tiny_data(const fs::path& dir) {
+  const fs::path data = dir / "data";
+  fs::create_directories(data);
+  const data::Dataset train = data::generate_synthetic(11, data::Split::kTrain, 0, 5 * 3);
+  for (int f = 0; f < 5; ++f) {
+    data::write_records(data / ("data_batch_" + std::to_string(f + 1) + ".bin"), train, f * 3, 3);
+  }
+  return "--log-every 1 --batch-size 2 --data-dir " + data.string() + " ";
+}
+
+struct Mesh {
+  int dp, tp, pp;
+  int fail_rank;  // a rank that is not 0: rank 0 writes the checkpoints
+  const char* name;
+  int ranks() const { return dp * tp * pp; }
+  std::string args() const {
+    return "--dp " + std::to_string(dp) + " --tp " + std::to_string(tp) + " --pp " +
+           std::to_string(pp) + (pp > 1 ? " --micro-batches 2 " : " ");
+  }
+};
+void PrintTo(const Mesh& m, std::ostream* out) { *out << m.name; }
+
+// The mesh as a KillNineJob (kill_nine.hpp): the run to be killed has rank `fail_rank`
+// SIGKILL itself at the start of step 5, after the checkpoints of steps 1 to 5 began.
+testing::KillNineJob mesh_job(const Mesh& m) {
+  return {[m](const std::string& args) -> ProgramRun {
+            return run_ranks("11_mesh", m.ranks(), m.args() + args);
+          },
+          [m](const std::string& args, const fs::path&, ProgramRun& killed) {
+            const std::string fail = " --fail-rank " + std::to_string(m.fail_rank) +
+                                     " --fail-at-step 5 --fail-how kill";
+            killed = run_ranks("11_mesh", m.ranks(), m.args() + args + fail);
+            ASSERT_NE(killed.exit_code, 0) << "not killed:\n" << killed.output;
+            EXPECT_TRUE(has(killed, "fail-rank: rank " + std::to_string(m.fail_rank) +
+                                        " fails (kill) at step 5")) << killed.output;
+          }};
+}
+
+class MeshKillNine : public ::testing::TestWithParam<Mesh> {};
+
+// Ten steps in one go; ten again saving every step, one rank killed at step 5, then the
+// rest with --resume: the last checkpoint (parameters, moving averages, input position)
+// and --save-params equal byte for byte (kill_nine.hpp's check, as chapter 5's).
+TEST_P(MeshKillNine, OneRankKilledThenResumeEndsByteForByteAsAnUninterruptedRun) {
+  data::testing::TempDir dir;
+  testing::expect_kill_nine_and_exact_resume(dir.path(), tiny_data(dir.path()), mesh_job(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, MeshKillNine,
+    ::testing::Values(Mesh{2, 2, 1, 3, "data2_x_tensor2"}, Mesh{2, 1, 2, 1, "data2_x_pipeline2"},
+                      Mesh{2, 1, 1, 1, "data2"}),
+    [](const ::testing::TestParamInfo<Mesh>& info) { return std::string(info.param.name); });
+
+// A pipeline of two stages, micro-batches of one image: its numerics class is
+// 01_single_gpu --accumulate 2, bit for bit, and 09_pipeline's on any number of stages.
+const std::string kPipeline = "--micro-batches 2 --batch-size 2 --log-every 1 ";
+
+// A checkpoint of the mesh is chapter 1's file, put together from the stages' ranges:
+// 01_single_gpu resumes it and ends, bit for bit, where the mesh would have; and it holds
+// the whole model, so a pipeline of three stages resumes it and ends there too. Another
+// tensor degree resumes it as well (the numbers then differ within chapter 10's bound).
+TEST(MeshCheckpoint, IsChapter1sFileAndResumesOnAnotherMesh) {
+  data::testing::TempDir dir;
+  const fs::path three = dir.path() / "three", straight = dir.path() / "straight";
+  const RankRun a = run_ranks("11_mesh", 2, "--pp 2 " + kPipeline + "--steps 6 --checkpoint-dir " +
+                                                straight.string() + " --save-params " +
+                                                (dir.path() / "a.params").string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const RankRun b = run_ranks("11_mesh", 2, "--pp 2 " + kPipeline + "--steps 3 --checkpoint-dir " +
+                                                three.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const fs::path saved = three / model::checkpoint_name(3);
+  ASSERT_TRUE(fs::exists(saved)) << b.output;
+  // Each resume in a folder of its own holding that one file (a resume saves beside it).
+  auto folder_with_step_3 = [&](const std::string& name) {
+    const fs::path folder = dir.path() / name;
+    fs::create_directories(folder);
+    fs::copy_file(saved, folder / saved.filename());
+    return folder;
+  };
+
+  const fs::path one = folder_with_step_3("chapter1");
+  const ProgramRun c = testing::run("01_single_gpu", "--backend host --accumulate 2 --batch-size 2 "
+                                                     "--steps 3 --resume --checkpoint-dir " +
+                                                         one.string() + " --save-params " +
+                                                         (dir.path() / "c.params").string());
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_TRUE(has(c, "resumed from " + (one / saved.filename()).string() + " at step 3")) << c.output;
+  const std::string final_params = bytes_of(dir.path() / "a.params");
+  ASSERT_FALSE(final_params.empty()) << a.output;
+  EXPECT_TRUE(final_params == bytes_of(dir.path() / "c.params"))
+      << "01_single_gpu did not continue the mesh's checkpoint bit for bit";
+  const std::string six = model::checkpoint_name(6);
+  EXPECT_TRUE(bytes_of(straight / six) == bytes_of(one / six))
+      << "chapter 1's model.ckpt-6 differs from the mesh's";
+
+  const fs::path stages = folder_with_step_3("three-stages");
+  const RankRun d = run_ranks("11_mesh", 3, "--pp 3 " + kPipeline + "--steps 3 --resume --checkpoint-dir " +
+                                                stages.string() + " --save-params " +
+                                                (dir.path() / "d.params").string());
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_EQ(d.last("global_step"), "6") << d.output;
+  EXPECT_TRUE(final_params == bytes_of(dir.path() / "d.params"))
+      << "three stages did not continue two stages' checkpoint bit for bit";
+  EXPECT_TRUE(bytes_of(straight / six) == bytes_of(stages / six));
+
+  // Two replicas of one image each, each split over two tensor ranks: the same 2 images a
+  // step, so the input continues; the numbers are the tensor split's own (chapter 10).
+  const fs::path tensor = folder_with_step_3("tensor");
+  const RankRun e = run_ranks("11_mesh", 4, "--dp 2 --tp 2 --batch-size 1 --steps 3 --resume "
+                                            "--checkpoint-dir " + tensor.string());
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(e.last("global_step"), "6") << e.output;
+  const model::TrainingState after = model::load_checkpoint(tensor / six);
+  ASSERT_TRUE(after.input.has_value());
+  EXPECT_EQ(*after.input, *model::load_checkpoint(straight / six).input)
+      << "the input stands where two stages' run put it";
+}
+
+// Replicas that read another number of images per step than the checkpoint's could not
+// continue its input: refused on every rank before step 0, said once, with what to give.
+TEST(MeshCheckpoint, AnotherGlobalBatchIsRefusedBeforeStepZeroSayingWhatToDo) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "ckpt";
+  const RankRun made = run_ranks("11_mesh", 2, "--pp 2 " + kPipeline + "--steps 1 --checkpoint-dir " +
+                                                   folder.string());
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const RankRun other = run_ranks("11_mesh", 2, "--dp 2 --batch-size 2 --steps 1 --resume "
+                                                "--checkpoint-dir " + folder.string(), 60);
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_TRUE(other.summaries.empty()) << other.output;
+  EXPECT_FALSE(has(other, ": step ")) << "refused before step 0\n" << other.output;
+  const std::string said = "read 2 images per step in all (--dp x --batch-size); this mesh reads 4";
+  const auto first = other.output.find(said);
+  ASSERT_NE(first, std::string::npos) << other.output;
+  EXPECT_EQ(other.output.find(said, first + 1), std::string::npos) << "said once\n" << other.output;
+  EXPECT_TRUE(has(other, "Resume with a --dp and --batch-size whose product is 2")) << other.output;
+  EXPECT_TRUE(has(other, model::checkpoint_name(1))) << "names the file\n" << other.output;
+}
+
+// A checkpoint holds SGD's state: momentum's or Adam's state, or ZeRO's shards, would be
+// missing from it, and its resume would continue another run. Refused before anything is
+// written, with what to do, for each.
+TEST(MeshCheckpoint, AnOptimizerWithStateOrZeroIsRefusedBeforeAnythingIsWritten) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "ckpt";
+  for (const std::string flags : {"--optimizer adam", "--optimizer momentum", "--zero 1"}) {
+    const RankRun r = run_ranks("11_mesh", 2, "--dp 2 --batch-size 2 --steps 1 " + flags +
+                                                  " --checkpoint-dir " + folder.string(), 60);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_FALSE(has(r, ": step ")) << flags << ": refused before step 0\n" << r.output;
+    EXPECT_TRUE(has(r, "--checkpoint-dir: the composed run's checkpoints hold SGD's state"))
+        << flags << "\n" << r.output;
+    EXPECT_TRUE(has(r, "use --optimizer sgd --zero 0")) << flags << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(folder)) << flags << ": nothing written";
+  }
+}
+
+// A scheduler or a user may signal one rank alone: that rank finishes its step, the ranks
+// agree to stop after the same step, rank 0 saves it, and --resume continues as if
+// nothing had happened (chapter 5's stop, now on a pipeline's ranks).
+TEST(MeshCheckpoint, ASigtermToOneRankStopsEveryRankAfterTheSameStepAndSaves) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "stopped";
+  const std::string flags = "--pp 2 " + kPipeline + "--checkpoint-dir " + folder.string() + " ";
+  const std::string command = testing::mpiexec_command("11_mesh", 2, flags + "--steps 100000");
+  const ProgramRun stopped = testing::run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
+    const std::vector<pid_t> ranks = testing::rank_pids("11_mesh", folder.string());
+    EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
+    if (!ranks.empty()) ::kill(ranks.back(), SIGTERM);  // one rank, whichever it is
+  });
+  EXPECT_EQ(stopped.exit_code, 143) << "the signalled rank's status\n" << stopped.output;
+  const std::string step = stopped.last("global_step");
+  ASSERT_FALSE(step.empty()) << "rank 0 ended with its summary\n" << stopped.output;
+  const int k = std::stoi(step);
+  EXPECT_GE(k, 2) << stopped.output;
+  EXPECT_LT(k, 100000) << stopped.output;
+  EXPECT_TRUE(has(stopped, "saved " + (folder / ("model.ckpt-" + step)).string())) << stopped.output;
+
+  const fs::path resumed = dir.path() / "resumed.params", straight = dir.path() / "straight.params";
+  const RankRun rest = run_ranks("11_mesh", 2, flags + "--steps 3 --resume --save-params " + resumed.string());
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  EXPECT_EQ(rest.last("global_step"), std::to_string(k + 3)) << rest.output;
+  const RankRun whole = run_ranks("11_mesh", 2, "--pp 2 " + kPipeline + "--steps " + std::to_string(k + 3) +
+                                                    " --save-params " + straight.string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const std::string final_params = bytes_of(straight);
+  EXPECT_FALSE(final_params.empty());
+  EXPECT_TRUE(final_params == bytes_of(resumed)) << "--save-params differ after the stop";
+}
+
+// --- A dead or stalled rank -------------------------------------------------------------
+
+class MeshFaults : public ::testing::TestWithParam<Mesh> {};
+
+std::string place_of(const Mesh& m) {
+  // rank = (data x pp + pipeline) x tp + tensor (mpi/mesh_ranks.hpp)
+  const int r = m.fail_rank;
+  return "rank " + std::to_string(r) + " (data " + std::to_string(r / (m.tp * m.pp)) +
+         ", pipeline " + std::to_string((r / m.tp) % m.pp) + ", tensor " +
+         std::to_string(r % m.tp) + ")";
+}
+
+// Killed without a word: mpiexec sees the process end and takes the job down, naming the
+// rank and the signal; the run's first lines say where on the mesh that rank stood.
+TEST_P(MeshFaults, AKilledRankEndsTheJobNamingItAndItsPlace) {
+  const Mesh m = GetParam();
+  const RankRun r = run_ranks("11_mesh", m.ranks(), m.args() + "--batch-size 2 --steps 50 "
+                                                    "--fail-at-step 2 --fail-how kill --fail-rank " +
+                                                        std::to_string(m.fail_rank), 60);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << r.output;
+  EXPECT_LT(r.seconds, 30.0) << "the job must end within the bound\n" << r.output;
+  const std::string rank = std::to_string(m.fail_rank);
+  EXPECT_TRUE(has(r, "fail-rank: rank " + rank + " fails (kill) at step 2")) << r.output;
+  EXPECT_TRUE(has(r, "process rank " + rank)) << r.output;
+  EXPECT_TRUE(has(r, "signal 9")) << r.output;
+  EXPECT_TRUE(has(r, place_of(m))) << "the rank map names its place\n" << r.output;
+}
+
+// Alive but silent: mpiexec cannot tell. A rank that waits for it (in a tensor or data
+// ring, or for a pipeline message) ends the job when the watchdog's 3 s are up, naming the
+// rank that never came and its place on the mesh.
+TEST_P(MeshFaults, AStalledRankEndsTheJobWithinTheWatchdogsBoundNamingIt) {
+  const Mesh m = GetParam();
+  const RankRun r = run_ranks("11_mesh", m.ranks(), m.args() + "--batch-size 2 --steps 50 "
+                                                    "--collective-timeout 3 --fail-at-step 2 "
+                                                    "--fail-how stall --fail-rank " +
+                                                        std::to_string(m.fail_rank), 60);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summaries.empty()) << r.output;
+  EXPECT_LT(r.seconds, 30.0) << "3 s of watchdog plus start-up\n" << r.output;
+  // "towers: rank 0 of 4: tensor ring of step 2 did not finish within 3 s: rank 1 (data 0,
+  // pipeline 0, tensor 1) had not reached it (stalled or dead) ..."
+  const std::regex named("towers: rank \\d+ of " + std::to_string(m.ranks()) +
+                         ": [^\n]* of step 2 did not finish within 3 s: [^\n]*" +
+                         std::regex_replace(place_of(m), std::regex("[()]"), "\\$&"));
+  EXPECT_TRUE(std::regex_search(r.output, named)) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Meshes, MeshFaults,
+    ::testing::Values(Mesh{2, 2, 1, 1, "data2_x_tensor2"}, Mesh{2, 1, 2, 1, "data2_x_pipeline2"},
+                      Mesh{2, 1, 2, 2, "data2_x_pipeline2_first_stage"}),
+    [](const ::testing::TestParamInfo<Mesh>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace towers
