@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
                "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
-               "and prints the plan beside what it measured; it saves and resumes chapter 1's "
-               "checkpoints (--checkpoint-dir, --resume)."};
+               "and prints the plan beside what it measured; with SGD at ZeRO-0 it saves and "
+               "resumes chapter 1's checkpoints (--checkpoint-dir, --resume)."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;
@@ -170,8 +170,9 @@ int main(int argc, char** argv) {
                  "pipeline degree: stages of chapter 9's most even split; at most 9 (the layers)")
       ->capture_default_str()->check(whole_number(1, 64, "stages"));
   app.add_option("--zero", config.zero,
-                 "ZeRO stage on the data dimension (chapter 8): 0..3; 2 and 3 with --tp 1 --pp 1 "
-                 "only")
+                 "ZeRO stage on the data dimension (chapter 8): 0..3; the plan takes 1 beside "
+                 "--tp or --pp, 2 and 3 with --tp 1 --pp 1 only; the composed run any stage with "
+                 "--tp 1 --pp 1 only")
       ->capture_default_str()->check(whole_number(0, kMaxZeroStage, "(a ZeRO stage: 0, 1, 2 or 3)"));
   app.add_option("--schedule", schedule_name, "pipeline schedule: gpipe or 1f1b")
       ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b"}));
@@ -208,8 +209,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"))
       ->group(run_group);
   // Chapter 1's flags, with chapter 5's meaning for a job: rank 0 owns the folder.
-  const std::string checkpoint_group = "Checkpoints of the composed run (rank 0 writes chapter "
-                                       "1's file, the ranks' parts put together)";
+  const std::string checkpoint_group = "Checkpoints of the composed run, SGD at ZeRO-0 only "
+                                       "(rank 0 writes chapter 1's file, the ranks' parts put "
+                                       "together)";
   add_checkpoint_flags(app, run_flags.checkpoints);
   for (const char* name : {"--checkpoint-dir", "--checkpoint-every", "--resume",
                            "--resume-if-present", "--overwrite"}) {

@@ -70,6 +70,7 @@ MeshCheckpoints::MeshCheckpoints(const MpiJob& job, const CheckpointFlags& flags
     check_global_batch(*start_.input, config_, file);
     first_input_step_ = data::steps_before(*start_.input, examples_, config_.dp, config_.batch, seed_);
   }
+  if (job.rank() != 0) return;  // said once, by the rank that read the file
   std::printf("resumed from %s at step %lld\n", file.c_str(),
               static_cast<long long>(start_.global_step));
   if (!start_.input) std::printf("%s", missing_input_note(start_, file).c_str());

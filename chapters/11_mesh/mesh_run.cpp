@@ -391,14 +391,21 @@ std::string mesh_run_problem(const MeshConfig& c) {
 std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& checkpoints) {
   if (checkpoints.dir.empty()) return "";
   if (c.zero == 0 && c.optimizer == model::Optimizer::kSgd) return "";
-  const std::string what = c.zero > 0 ? "--zero " + std::to_string(c.zero) + "'s shards"
-                                      : std::string("--optimizer ") +
-                                            model::optimizer_name(c.optimizer) + "'s state";
+  std::string what;  // what the file would lack
+  if (c.optimizer != model::Optimizer::kSgd) {
+    what = std::string("--optimizer ") + model::optimizer_name(c.optimizer) + "'s state";
+  }
+  if (c.zero > 0) {
+    what += std::string(what.empty() ? "" : " and ") + "--zero " + std::to_string(c.zero) +
+            "'s sharded moving averages";
+  }
+  const bool chapter8 = c.tp == 1 && c.pp == 1;  // a mesh 08_sharded runs too
   return "--checkpoint-dir: the composed run's checkpoints hold SGD's state (the parameters "
          "and moving averages) today, and " + what + " would be missing from the file, so a "
-         "resume would not continue this run; drop --checkpoint-dir and the resume flags, "
-         "use --optimizer sgd --zero 0, or run chapter 8 (08_sharded), whose checkpoints "
-         "keep them";
+         "resume would not continue this run; drop --checkpoint-dir and the resume flags, or "
+         "use --optimizer sgd --zero 0" +
+         (chapter8 ? std::string(", or run chapter 8 (08_sharded), whose checkpoints keep them")
+                   : std::string());
 }
 
 void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
@@ -414,6 +421,11 @@ void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
 int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const FaultFlags& faults,
              Summary plan_summary) {
   check_mesh_job(c, job);
+  // main() refuses these first; checked again here, as the job's size is, because a file
+  // written without them would silently resume another run.
+  if (const std::string problem = mesh_checkpoint_problem(c, flags.checkpoints); !problem.empty()) {
+    throw UsageError(problem);
+  }
   const data::Dataset train = load_training_set(flags.data_dir);
   // Rank 0 settles --checkpoint-dir and reads the checkpoint to resume, before step 0; the
   // whole state is then every rank's, and each rank takes its part of it when it is made.

@@ -68,7 +68,8 @@ class StageRank final : public MeshRank {
         stream_(device_.create_stream()),
         schedule_(stage_schedule(c.schedule, {c.pp, c.micro_batches, 1}, stage_)),
         queue_(train, c.dp * c.batch, seed),
-        steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
+        steps_per_decay_(model::decay_steps(c.batch, c.dp)),
+        replicas_(c.dp) {
     const std::size_t param_bytes = model::kNumParameters * sizeof(float);
     vars_.add_stage(device_, *stream_, range_);
     vars_.load_from_host(state);
@@ -136,7 +137,21 @@ class StageRank final : public MeshRank {
         backward(op.micro_batch, step);
       }
     }
-    if (range_.count == 0) return;  // a stage of pooling or norms alone: nothing to update
+    if (range_.count == 0) {  // a stage of pooling or norms alone: nothing to update
+      // ... and nothing to average, but the other stages' ranks enter their data ring
+      // here, and chapter 5's progress board wants every rank to enter the same
+      // collectives: this rank marks the ring's place (an empty wait under the watchdog),
+      // or the others would wait for it at the end and blame it on a timeout.
+      if (replicas_ > 1) {
+        stream_->launch(
+            "data ring (no variables on this stage)",
+            [this, step] { Watchdog::Scope mark(watchdog_, "data ring", step); },
+            [](const CudaLaunchContext&) {
+              throw std::logic_error("a stage rank's data ring mark ran on a GPU stream");
+            });
+      }
+      return;
+    }
     const int count = static_cast<int>(range_.count);
     float* sum = grad_sum_.as<float>() + range_.offset;
     model::finish_gradient_mean(*stream_, count, micro_batches_, sum);
@@ -326,6 +341,7 @@ class StageRank final : public MeshRank {
   std::vector<float> host_all_images_;
   std::vector<std::int32_t> host_all_labels_;
   std::unique_ptr<MeshRing> data_;
+  int replicas_;  // the data dimension's degree
   std::unique_ptr<model::OptimizerState> optimizer_;
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
   std::atomic<std::uint64_t> pipeline_sent_{0};

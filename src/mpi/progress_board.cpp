@@ -2,6 +2,7 @@
 #include "mpi/progress_board.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <exception>
 #include <thread>
 
@@ -83,6 +84,14 @@ ProgressBoard::~ProgressBoard() {
     all_seen = sends_.empty();
     for (int r = 0; r < size_; ++r) all_seen = all_seen && (r == rank_ || seen_[r] >= mine_);
     if (!all_seen) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!all_seen && std::uncaught_exceptions() == 0) {
+    // Every rank must enter the same collectives (the board's rule): one that entered
+    // fewer is a bug of the program, and it cost this rank the 10 s just waited. Said so
+    // that a test can see it (chapter 11's PlanMatchesRun looks for this line).
+    std::fprintf(stderr, "towers: rank %d: the progress board gave up waiting at the end: a "
+                 "rank entered fewer collectives than this one's %lld\n",
+                 rank_, static_cast<long long>(mine_));
   }
   // No MPI_CHECK here: a destructor must not throw, and the job is ending either way.
   for (int r = 0; r < size_; ++r) {

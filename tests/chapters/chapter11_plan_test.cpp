@@ -306,6 +306,12 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
+  // Data x pipeline: bit for bit with two replicas (a + b); with three or more each
+  // stage's ring adds in another order than chapter 4's whole-buffer ring.
+  EXPECT_EQ(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).numerics, NumericsClass::kBitIdentical);
+  EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 0, 2, 8)).numerics, NumericsClass::kWithinBound);
+  EXPECT_EQ(make_mesh_plan(mesh(4, 1, 2, 0, 2, 8, model::Optimizer::kAdam)).numerics,
+            NumericsClass::kWithinBound);
   // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with every
   // optimizer, and every ZeRO stage on data parallelism alone (chapter11_run_test); nothing
   // runs a pipeline beside tensor parallelism, nor ZeRO beside another dimension.
