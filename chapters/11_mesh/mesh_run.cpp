@@ -320,14 +320,7 @@ bool report(const MeshConfig& c, const MeshRunFlags& flags, Summary& plan_summar
   const bool pipeline = c.pp > 1;
   bool saved = true;
   if (!flags.save_params.empty()) {
-    saved = write_output([&] {
-      model::TrainingState final_state;
-      final_state.global_step = global_step;
-      final_state.params = whole.params;
-      final_state.moving_averages = whole.params;  // --save-params: the parameters alone
-      model::save_checkpoint_file(flags.save_params, final_state);
-      std::printf("saved parameters to %s\n", flags.save_params.c_str());
-    });
+    saved = write_output([&] { save_params_file(flags.save_params, global_step, whole.params); });
   }
   const MeshPlan plan = make_mesh_plan(c);
   const bool matches = print_side_by_side(plan, measured);
@@ -502,9 +495,15 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const 
     }
   }
 
-  const Measured measured = gather_measurement(job, *runtime, *rank, steps_run);
+  // Collectives, as every step's are: a rank that died or stalled here is named too.
+  Measured measured;
   model::TrainingState whole;
-  if (!flags.save_params.empty()) rank->put_together(whole);
+  {
+    Watchdog::Scope waiting(watchdog, "the gathers of the measurement and --save-params",
+                            steps_run);
+    measured = gather_measurement(job, *runtime, *rank, steps_run);
+    if (!flags.save_params.empty()) rank->put_together(whole);
+  }
   // Rank 0 writes and prints; then every rank leaves together: a rank that left first
   // with a signal's status (143) would have mpiexec end rank 0 before its summary.
   const bool saved = job.rank() != 0 || report(c, flags, plan_summary, measured, whole, log, loss,

@@ -29,13 +29,11 @@ class ExperimentDirective(SummaryDirective):
                    "keys": directives.unchanged_required}
 
     def summary(self, name):
-        self.arguments = [name]
-        lines = [line for line in self.generated(".txt").read_text().splitlines()
-                 if line.startswith("summary: ")]
-        if len(lines) != 1:
-            raise self.error(f"{name}.txt has {len(lines)} `summary:` lines; an experiment "
+        rows = self.summaries(name)
+        if len(rows) != 1:
+            raise self.error(f"{name}.txt has {len(rows)} `summary:` lines; an experiment "
                              "row is one run with one")
-        return dict(pair.split("=", 1) for pair in lines[0].split()[1:] if "=" in pair)
+        return rows[0]
 
     def run(self):
         names = list(self.arguments)

@@ -178,12 +178,7 @@ class MeshDirective(GeneratedDirective):
         measured = {}
         names = self.options.get("runs", "").split()
         for name in names:
-            self.arguments = [name]
-            lines = [line for line in self.generated(".txt").read_text().splitlines()
-                     if line.startswith("summary: ")]
-            if not lines:
-                raise self.error(f"{name}.txt has no `summary:` line")
-            row = dict(pair.split("=", 1) for pair in lines[-1].split()[1:] if "=" in pair)
+            row = self.summaries(name)[-1]
             shape = planned.get(row.get("mesh"))
             if row.get("measured") != "yes" or shape is None:
                 raise self.error(f"{name} is not a measured run of a mesh of {shapes_name}")

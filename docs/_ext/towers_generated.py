@@ -100,6 +100,17 @@ class GeneratedDirective(SphinxDirective):
         self.env.note_dependency(str(path))
         return path
 
+    def summaries(self, name):
+        """NAME's `summary: key=value ...` lines as dicts, in order (every program ends
+        with at least one; the keys are documented in its chapter's README)."""
+        self.arguments = [name]
+        lines = [line for line in self.generated(".txt").read_text().splitlines()
+                 if line.startswith("summary: ")]
+        if not lines:
+            raise self.error(f"{name}.txt has no `summary:` line")
+        return [dict(pair.split("=", 1) for pair in line.split()[1:] if "=" in pair)
+                for line in lines]
+
     def trace_downloads(self, names):
         """Links that download the runs' Chrome traces, the files this figure was drawn
         from, to open in Perfetto: the reader can zoom into any op the figure shows."""
@@ -209,13 +220,7 @@ class SummaryDirective(GeneratedDirective):
         columns = []  # (label, {key: value})
         names = self.arguments
         for name in names:
-            self.arguments = [name]
-            lines = [line for line in self.generated(".txt").read_text().splitlines()
-                     if line.startswith("summary: ")]
-            if not lines:
-                raise self.error(f"{name}.txt has no `summary:` line")
-            for line in lines:
-                row = dict(pair.split("=", 1) for pair in line.split()[1:] if "=" in pair)
+            for row in self.summaries(name):
                 label = "chapter " + name.split("_")[0].lstrip("0").rjust(1, "0")
                 if "mode" in row:
                     label += f", {row['mode']}"

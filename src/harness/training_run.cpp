@@ -115,18 +115,28 @@ void TrainingRun::end_step(int run_step, float loss, double step_seconds, bool i
   }
 }
 
+void save_params_file(const std::string& path, std::int64_t global_step,
+                      std::vector<float> params) {
+  if (params.size() != model::kNumParameters) {
+    throw std::logic_error("save_params_file: " + std::to_string(params.size()) +
+                           " floats, not the model's " + std::to_string(model::kNumParameters));
+  }
+  check_parameters(params.data(), global_step - 1);  // a NaN weight can hide behind a ReLU
+  model::TrainingState state;
+  state.global_step = global_step;
+  state.moving_averages = params;  // the parameters alone: nothing resumes from this file
+  state.params = std::move(params);
+  model::save_checkpoint_file(path, state);
+  std::printf("saved parameters to %s\n", path.c_str());
+}
+
 bool TrainingRun::write_save_params() {
   if (flags_.save_params.empty()) return true;
   return write_output([&] {
     if (!variables_) throw std::logic_error("--save-params before TrainingRun::start()");
-    model::TrainingState state;
-    state.global_step = global_step();
-    state.params.resize(model::kNumParameters);
-    variables_->params_to_host(state.params.data());
-    check_parameters(state.params.data(), state.global_step - 1);
-    state.moving_averages = state.params;
-    model::save_checkpoint_file(flags_.save_params, state);
-    std::printf("saved parameters to %s\n", flags_.save_params.c_str());
+    std::vector<float> params(model::kNumParameters);
+    variables_->params_to_host(params.data());
+    save_params_file(flags_.save_params, global_step(), std::move(params));
   });
 }
 

@@ -57,6 +57,13 @@ std::filesystem::path save_state(const CheckpointDir& dir, std::int64_t global_s
                                  Placement& variables, model::Optimizer optimizer,
                                  std::optional<data::InputPosition> input);
 
+/// --save-params' file, the one writer of it: checks `params` (kNumParameters floats in
+/// chapter 1's layout; a non-finite value is Diverged and no file is written), then writes
+/// them at `global_step` as a checkpoint whose moving averages are a copy of them, and
+/// says so on stdout.
+void save_params_file(const std::string& path, std::int64_t global_step,
+                      std::vector<float> params);
+
 /// The lifecycle of one run (see above). Introduced in chapter 1.
 class TrainingRun {
  public:

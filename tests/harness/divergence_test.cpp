@@ -5,10 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "base/temp_dir.hpp"
+#include "harness/training_run.hpp"  // save_params_file
+#include "model/checkpoint.hpp"
 #include "model/parameters.hpp"
 
 namespace towers {
@@ -58,6 +62,23 @@ TEST(Divergence, ParametersAreCheckedEveryKParameterCheckEverySteps) {
   EXPECT_FALSE(parameter_check_due(kParameterCheckEvery - 1));
   EXPECT_TRUE(parameter_check_due(kParameterCheckEvery));
   EXPECT_TRUE(parameter_check_due(3 * kParameterCheckEvery));
+}
+
+// --save-params' one writer (chapter 1's TrainingRun and chapter 11's mesh both call it):
+// a NaN weight the loss never saw (hidden behind a ReLU) is divergence, and no file is left.
+TEST(Divergence, SaveParamsWritesNoFileOfANonFiniteParameter) {
+  base::TempDir tmp("divergence_test_save_params");
+  const std::filesystem::path file = tmp.path() / "params.ckpt";
+  std::vector<float> params(model::kNumParameters, 0.5f);
+  params[model::parameter_layout()[1].offset] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(save_params_file(file.string(), 4, params), Diverged);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  params[model::parameter_layout()[1].offset] = 0.25f;
+  save_params_file(file.string(), 4, params);
+  const model::TrainingState saved = model::load_checkpoint(file);
+  EXPECT_EQ(saved.global_step, 4);
+  EXPECT_EQ(saved.params, params);
+  EXPECT_EQ(saved.moving_averages, params);
 }
 
 }  // namespace
