@@ -56,10 +56,27 @@ ip netns list >/dev/null 2>&1 || skip "this kernel or container does not allow n
 command -v mpirun >/dev/null || skip "no mpirun"
 trap cleanup EXIT
 
+# What the jobs' processes are doing (state, kernel wait channel, age): a hang in Open MPI's
+# wire-up, in a collective, at MPI_Finalize or in a blocked write reads differently here.
+job_processes() {
+  ps -eo pid,ppid,stat,wchan:24,etime,pcpu,args |
+    grep -E "[0]5_ranks|[0]6_overlap|[1]1_mesh|[o]rted|[p]rted|[m]pirun|[t]wo-hosts" | cut -c1-200
+}
 # Runs a command bounded by `timeout`; its output (stdout and stderr) in $out, status in $rc.
+# When the time runs out (rc 124), $out ends with the processes as they were a second
+# before: a job that hung says where (a mesh run across the cable once hung after its
+# summary, 1 run in 12 under load).
 bounded() {
   local seconds=$1; shift
+  rm -f "$tmp/processes"
+  # The watcher keeps no descriptor of the test's (ctest waits for its output to close).
+  ( sleep $((seconds - 1)) && job_processes >"$tmp/processes" ) </dev/null >/dev/null 2>&1 &
+  local watcher=$!
   out=$(timeout -k 5 "$seconds" "$@" 2>&1); rc=$?
+  pkill -P "$watcher" 2>/dev/null; kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
+  if [ "$rc" -eq 124 ] && [ -s "$tmp/processes" ]; then
+    out+=$'\n'"the processes a second before the time ran out:"$'\n'"$(cat "$tmp/processes")"
+  fi
 }
 # Starts chapter 5 across the cable in the background with these flags (output in $log,
 # the job's PID in $job) and returns once it has logged step 2: mid-run, for a fault.
@@ -77,9 +94,7 @@ start_until_step_2() {
       wait "$job"; fail "the job ended (exit $?) before step 2: $(cat "$log")"
     fi
     [ "$waited" -lt 1500 ] || {
-      # What the job's processes were doing (state, kernel wait channel): a hang in Open
-      # MPI's wire-up, a collective or a blocked write reads differently here.
-      local procs; procs=$(ps -eo pid,stat,wchan:24,etime,pcpu,args | grep -E "[0]5_ranks|[o]rted|[p]rted|[m]pirun" | cut -c1-160)
+      local procs; procs=$(job_processes)
       kill "$job"; fail "no step 2 within 150 s, the job still running: $(cat "$log")
 its processes then:
 $procs"; }
