@@ -14,8 +14,8 @@
 // planned but not run yet (a pipeline beside tensor parallelism, ZeRO beside tensor or
 // pipeline parallelism) is refused before the run starts.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
-// rank's part, with chapter 5's flags (mesh_checkpoint.hpp), and chapter 5's test hooks
-// make one rank die or stall.
+// rank's part (--optimizer's state and ZeRO's shards too), with chapter 5's flags
+// (mesh_checkpoint.hpp), and chapter 5's test hooks make one rank die or stall.
 #include <cstdio>
 #include <string>
 
@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
                "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
-               "and prints the plan beside what it measured; with SGD at ZeRO-0 it saves and "
-               "resumes chapter 1's checkpoints (--checkpoint-dir, --resume)."};
+               "and prints the plan beside what it measured; it saves and resumes chapter 1's "
+               "checkpoints (--checkpoint-dir, --resume), the optimizer's state included."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;
@@ -209,9 +209,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(finite_number(0.1, 86400, " seconds (a day at most)"))
       ->group(run_group);
   // Chapter 1's flags, with chapter 5's meaning for a job: rank 0 owns the folder.
-  const std::string checkpoint_group = "Checkpoints of the composed run, SGD at ZeRO-0 only "
-                                       "(rank 0 writes chapter 1's file, the ranks' parts put "
-                                       "together)";
+  const std::string checkpoint_group = "Checkpoints of the composed run (rank 0 writes chapter "
+                                       "1's file: the ranks' parts put together, --optimizer's "
+                                       "state too; --resume refuses a file of another optimizer)";
   add_checkpoint_flags(app, run_flags.checkpoints);
   for (const char* name : {"--checkpoint-dir", "--checkpoint-every", "--resume",
                            "--resume-if-present", "--overwrite"}) {

@@ -53,12 +53,20 @@ void check_global_batch(const data::InputPosition& saved, const MeshConfig& c,
       "holds the whole model.");
 }
 
+// `flags` for a run of `optimizer`: its saves hold that optimizer's state, and --resume
+// refuses a checkpoint of another (CheckpointDir's check, chapter 8's message).
+CheckpointFlags with_optimizer(CheckpointFlags flags, model::Optimizer optimizer) {
+  flags.optimizer = optimizer;
+  return flags;
+}
+
 }  // namespace
 
 MeshCheckpoints::MeshCheckpoints(const MpiJob& job, const CheckpointFlags& flags,
                                  const MeshConfig& config, std::size_t examples,
                                  std::uint64_t seed)
-    : ranks_(job, RankCheckpointFlags{flags, /*eval=*/false}, /*data_dir=*/""),
+    : ranks_(job, RankCheckpointFlags{with_optimizer(flags, config.optimizer), /*eval=*/false},
+             /*data_dir=*/""),
       config_(config),
       examples_(examples),
       seed_(seed),

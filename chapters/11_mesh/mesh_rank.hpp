@@ -31,11 +31,13 @@ class MeshRank {
   /// replica (may be a collective over the rank's tensor communicator).
   virtual float loss() = 0;
   /// The job's training state in chapter 1's flat layout into `whole` on world rank 0:
-  /// params and moving_averages (model::kNumParameters each), put together from every
+  /// params and moving_averages (model::kNumParameters each) and optimizer_state
+  /// (--optimizer's own floats for every parameter, empty for SGD), put together from every
   /// rank's part (a collective: every rank calls it; `whole` is only written on world rank
   /// 0; its global_step, input and optimizer are left as they are). The way back is the
-  /// constructor's: each kind takes its part of a whole state (its copy, slice or range,
-  /// and its input at the state's position) when it is made (mesh_checkpoint.hpp).
+  /// constructor's: each kind takes its part of a whole state (its copy, slice, range or
+  /// shard, of the optimizer's state too, and its input at the state's position) when it
+  /// is made (mesh_checkpoint.hpp).
   virtual void put_together(model::TrainingState& whole) = 0;
   /// Bytes this rank sent on each dimension so far (kMeshDimensions' order).
   virtual std::uint64_t bytes_sent(int dimension) const = 0;

@@ -4,7 +4,8 @@
 // (mpi/mesh_ranks.hpp).
 //
 // What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 with SGD,
-// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend. Each rank
+// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend; each of
+// them saves and resumes chapter 1's checkpoints, the optimizer's state included. Each rank
 // is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
 // model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's
@@ -35,9 +36,13 @@ std::string mesh_run_problem(const MeshConfig& config);
 
 /// Why `config` cannot keep checkpoints (`checkpoints`: --checkpoint-dir and the resume
 /// flags) yet, as a sentence saying what to do; "" when it can. A checkpoint of the mesh
-/// holds the parameters and moving averages (SGD's whole state); momentum's and Adam's
-/// state and ZeRO's shards are not put together yet, and a file without them would resume
-/// a different run, so such a run is refused before it starts. The same on every rank.
+/// holds the whole state (parameters, moving averages, --optimizer's own state, put
+/// together from every rank's copy, slice, range or shard); the meshes whose every kind of
+/// rank does that are a positive list, the ones chapter11_resume_test proves: data x
+/// tensor and data x pipeline at ZeRO-0, data alone at ZeRO-0 to 3, any optimizer. Any
+/// other mesh (a pipeline beside tensor parallelism, ZeRO beside either) is refused before
+/// it starts, since its file might lack a part and resume a different run. The same on
+/// every rank.
 std::string mesh_checkpoint_problem(const MeshConfig& config, const CheckpointFlags& checkpoints);
 
 /// Throws UsageError, saying how to start the job, when `job` has not config.devices()

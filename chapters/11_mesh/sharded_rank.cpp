@@ -14,7 +14,9 @@
 // rank r owning the shard chapter 8's tower r owns, and at ZeRO-3 the ring's all-gather of
 // one layer at a time (MeshLayerGather) where chapter 8's towers pulled the pieces from
 // each other. The same adds in the same order: the bits are 08_sharded's with as many
-// towers (chapter11_run_test).
+// towers (chapter11_run_test). A checkpoint is chapter 8's too: the shards of the moving
+// averages and of --optimizer's state (ZeRO-3: and of the parameters) put together on
+// world rank 0, each rank taking its shard back when a resumed run makes it.
 #include <memory>
 
 #include <mpi.h>
@@ -23,11 +25,10 @@
 #include "mesh_rank.hpp"
 #include "model/optimizer.hpp"
 #include "model/parameters.hpp"
-#include "mpi/mpi_check.hpp"
 #include "parallel/mesh_ring.hpp"
 #include "parallel/mesh_shards.hpp"
-#include "parallel/one_device_variables.hpp"  // copy_to_host
 #include "parallel/sharded_variables.hpp"
+#include "state_gather.hpp"
 
 namespace towers {
 namespace {
@@ -43,9 +44,11 @@ class ShardedRank final : public MeshRank {
               make_ring(mesh, watchdog, c), make_halves(mesh, watchdog, c),
               make_gathers(mesh, watchdog)),
         data_(mesh.data()),
-        zero_(c.zero),
+        optimizer_parts_(model::optimizer_own_floats(c.optimizer)),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)) {
-    vars_.load_from_host(state);  // its range of them; the optimizer's own state starts at 0
+    // Its range of them, the optimizer's own state too (zeroes on a fresh start or SGD).
+    vars_.load_from_host(state);
+    if (state.input) inputs_.restore(*state.input);  // a resumed run's next global batch
   }
 
   void enqueue(int step, std::int64_t global_step) override {
@@ -65,33 +68,13 @@ class ShardedRank final : public MeshRank {
 
   float loss() override { return tower_.losses.as<float>()[model::kTotalLoss]; }
 
-  // The parameters alone (--save-params): the moving averages and the optimizer's state
-  // are shards from ZeRO-1 on and are not put together yet, so a checkpoint of this rank
-  // is refused before the run (mesh_checkpoint_problem).
-  void put_together(model::TrainingState& state) override {
-    std::vector<float>& whole = state.params;
-    // Below ZeRO-3 every rank holds the parameters whole after the all-gather: rank 0's.
-    whole.resize(model::kNumParameters);
-    if (zero_ < 3) {
-      vars_.params_to_host(whole.data());
-      return;
-    }
-    // ZeRO-3: every rank's shard, gathered in place on data rank 0 (world rank 0).
-    const Chunk mine = halves_->shard(model::kNumParameters, 0);
-    copy_to_host(*tower_.stream, whole.data() + mine.offset, vars_.params()[0], mine.size);
-    int ranks = 1, me = 0;
-    MPI_CHECK(MPI_Comm_size(data_, &ranks));
-    MPI_CHECK(MPI_Comm_rank(data_, &me));
-    std::vector<int> counts, offsets;
-    for (int r = 0; r < ranks; ++r) {
-      const Chunk shard = ring_chunk(model::kNumParameters, ranks, (r + 1) % ranks);
-      counts.push_back(static_cast<int>(shard.size));
-      offsets.push_back(static_cast<int>(shard.offset));
-    }
-    const auto m = static_cast<std::size_t>(me);
-    const void* send = me == 0 ? MPI_IN_PLACE : whole.data() + offsets[m];
-    MPI_CHECK(MPI_Gatherv(send, counts[m], MPI_FLOAT, whole.data(), counts.data(), offsets.data(),
-                          MPI_FLOAT, 0, data_));
+  // The whole state on data rank 0 (world rank 0): below ZeRO-3 the parameters are every
+  // rank's whole (rank 0's are taken), the rest is the ranks' shards put together, as
+  // chapter 8's state_to_host() puts its towers' shards together (gather_state).
+  void put_together(model::TrainingState& whole) override {
+    model::TrainingState mine;
+    vars_.held_to_host(mine);  // this rank's ranges, in their places
+    gather_state(data_, mine, vars_.params_held(0), vars_.held(0), optimizer_parts_, whole);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -136,7 +119,7 @@ class ShardedRank final : public MeshRank {
   TowerInputs inputs_;
   ShardedVariables vars_;
   MPI_Comm data_;
-  int zero_;
+  int optimizer_parts_;  // arrays of --optimizer's own state: 0, 1 or 2
   std::int64_t steps_per_decay_;
 };
 

@@ -18,7 +18,9 @@
 // and their mean taken (the bits of 01_single_gpu --accumulate m). With dp > 1 the
 // stage's range of that mean is then averaged over the data communicator (the replicas'
 // same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
-// momentum's velocity and Adam's moments kept for that range alone).
+// momentum's velocity and Adam's moments kept for that range alone). A checkpoint puts
+// the stages' ranges of all of it together on world rank 0 (gather_state), and each
+// stage takes its range back from a resumed state.
 #include <mpi.h>
 
 #include <algorithm>
@@ -37,9 +39,11 @@
 #include "model/parameters.hpp"
 #include "mpi/mpi_check.hpp"
 #include "parallel/mesh_ring.hpp"
+#include "parallel/one_device_variables.hpp"  // copy_to_host
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/pipeline_split.hpp"
 #include "parallel/stage_variables.hpp"
+#include "state_gather.hpp"
 
 namespace towers {
 namespace {
@@ -77,6 +81,10 @@ class StageRank final : public MeshRank {
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
     // has no one else's entries to leave room for.
     optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
+    if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
+      optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
+                          range_.offset);
+    }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     grad_sum_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     micro_grads_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
@@ -181,9 +189,17 @@ class StageRank final : public MeshRank {
   void put_together(model::TrainingState& whole) override {
     // Each stage's range of each array, gathered on stage 0 into chapter 1's flat layout.
     model::TrainingState mine;
-    vars_.state_to_host(mine);  // this stage's range of both arrays
-    gather(mine.params, whole.params);
-    gather(mine.moving_averages, whole.moving_averages);
+    vars_.state_to_host(mine);  // this stage's range of the parameters and moving averages
+    const int parts = optimizer_->parts();  // and of --optimizer's own state
+    mine.optimizer_state.resize(static_cast<std::size_t>(parts) * model::kNumParameters);
+    for (int p = 0; p < parts; ++p) {
+      copy_to_host(*stream_,
+                   mine.optimizer_state.data() + static_cast<std::size_t>(p) * model::kNumParameters +
+                       range_.offset,
+                   optimizer_->part(p), range_.count);
+    }
+    const Chunk range{range_.offset, range_.count};
+    gather_state(mesh_.pipeline(), mine, range, range, parts, whole);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -195,18 +211,6 @@ class StageRank final : public MeshRank {
  private:
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ + 1 == stages_; }
-
-  // This stage's range of `mine` (kNumParameters floats) gathered with the other stages'
-  // into `whole` on stage 0 (world rank 0 is the first stage of replica 0).
-  void gather(const std::vector<float>& mine, std::vector<float>& whole) {
-    std::vector<int> counts(static_cast<std::size_t>(stages_)), offsets(counts.size());
-    const int count = static_cast<int>(range_.count), offset = static_cast<int>(range_.offset);
-    MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    MPI_CHECK(MPI_Gather(&offset, 1, MPI_INT, offsets.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    whole.assign(first() ? model::kNumParameters : 0, 0.0f);
-    MPI_CHECK(MPI_Gatherv(mine.data() + range_.offset, count, MPI_FLOAT, whole.data(),
-                          counts.data(), offsets.data(), MPI_FLOAT, 0, mesh_.pipeline()));
-  }
 
   // The replica's batch: the images to the first stage's device, the labels to the last's.
   void read_batch() {

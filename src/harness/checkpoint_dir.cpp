@@ -152,7 +152,7 @@ void CheckpointDir::require_same_optimizer(model::Optimizer optimizer) const {
                    saved_name + " and this run trains with " + model::optimizer_name(optimizer) +
                    ": " + why + ", so the run would not continue the one that wrote it. "
                    "Resume with --optimizer " + saved_name +
-                   (saved == model::Optimizer::kSgd ? "" : " (08_sharded)") +
+                   (saved == model::Optimizer::kSgd ? "" : " (08_sharded or 11_mesh)") +
                    ", or start afresh in another --checkpoint-dir.");
 }
 

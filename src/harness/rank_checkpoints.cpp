@@ -23,7 +23,8 @@ RankCheckpoints::RankCheckpoints(const MpiJob& job, const RankCheckpointFlags& f
     : job_(job),
       enabled_(!flags.checkpoints.dir.empty()),
       eval_(flags.eval),
-      every_(flags.checkpoints.every) {
+      every_(flags.checkpoints.every),
+      optimizer_(flags.checkpoints.optimizer) {
   // Rank 0 alone: the other ranks may be on machines that do not see the folder or the
   // data. Reading the test set here, before step 0, turns a missing one into a refusal
   // instead of an error after the training it was meant to measure.
@@ -49,8 +50,8 @@ void RankCheckpoints::save(std::int64_t steps_taken, const data::InputPosition& 
   const data::InputPosition input = job_input_position(job_, mine, watchdog, run_step);
   if (job_.rank() != 0) return;
   try {  // a failed save ends the job now: the others must not wait for rank 0
-    std::printf("saved %s\n", save_state(*dir_, steps_taken, variables, model::Optimizer::kSgd,
-                                         input).string().c_str());
+    std::printf("saved %s\n",
+                save_state(*dir_, steps_taken, variables, optimizer_, input).string().c_str());
   } catch (const std::exception& e) {
     job_.abort("checkpoint of step " + std::to_string(steps_taken) + " not saved: " + e.what());
   }

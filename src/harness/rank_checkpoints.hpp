@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // RankCheckpoints: chapter 1's --checkpoint-dir, --checkpoint-every, --resume,
 // --resume-if-present, --overwrite and --eval for a job of ranks, written once for the
-// programs started by mpirun (05_ranks and 06_overlap_ranks).
+// programs started by mpirun (05_ranks, 06_overlap_ranks and chapter 11's mesh).
 //
 // Rank 0 alone owns the folder (mpi/rank_state.hpp says why). Before step 0 it settles
 // the folder and, with --eval, reads the test set, so that a refusal ends every rank with
@@ -73,8 +73,9 @@ class RankCheckpoints {
   }
   /// A collective at a due step: gathers the ranks' input positions (`mine`, each rank's
   /// iterator's) under `watchdog` as the collective of `run_step`, and rank 0 writes
-  /// model.ckpt-`steps_taken` of its `variables` (save_state: the one save). A save that
-  /// fails aborts the job with the reason.
+  /// model.ckpt-`steps_taken` of its `variables` (save_state: the one save), with the
+  /// state of the flags' optimizer (CheckpointFlags::optimizer: SGD's none but in chapter
+  /// 11's mesh). A save that fails aborts the job with the reason.
   void save(std::int64_t steps_taken, const data::InputPosition& mine, Watchdog& watchdog,
             int run_step, Placement& variables) const;
 
@@ -84,6 +85,7 @@ class RankCheckpoints {
   bool enabled_ = false;
   bool eval_ = false;
   std::int64_t every_ = 1000;
+  model::Optimizer optimizer_ = model::Optimizer::kSgd;  // whose state a save holds
   std::optional<model::TrainingState> resumed_;
 };
 

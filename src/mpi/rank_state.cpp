@@ -55,13 +55,17 @@ void settle_on_rank_zero(const MpiJob& job, const std::function<void()>& settle)
 }
 
 void broadcast_state(const MpiJob& job, std::optional<model::TrainingState>& state) {
-  // [has state, has input, global_step, parameter count], then the input, then the values.
-  std::array<std::int64_t, 4> head{};
+  // [has state, has input, global_step, parameter count, optimizer, its state's floats,
+  // format version], then the input, then the values.
+  std::array<std::int64_t, 7> head{};
   if (job.rank() == 0 && state) {
     head = {1, state->input ? 1 : 0, state->global_step,
-            static_cast<std::int64_t>(state->params.size())};
+            static_cast<std::int64_t>(state->params.size()),
+            static_cast<std::int64_t>(state->optimizer),
+            static_cast<std::int64_t>(state->optimizer_state.size()),
+            static_cast<std::int64_t>(state->format_version)};
   }
-  MPI_CHECK(MPI_Bcast(head.data(), 4, MPI_INT64_T, 0, job.comm()));
+  MPI_CHECK(MPI_Bcast(head.data(), static_cast<int>(head.size()), MPI_INT64_T, 0, job.comm()));
   if (head[0] == 0) {
     state.reset();
     return;
@@ -71,6 +75,9 @@ void broadcast_state(const MpiJob& job, std::optional<model::TrainingState>& sta
     state->global_step = head[2];
     state->params.resize(static_cast<std::size_t>(head[3]));
     state->moving_averages.resize(static_cast<std::size_t>(head[3]));
+    state->optimizer = static_cast<model::Optimizer>(head[4]);
+    state->optimizer_state.resize(static_cast<std::size_t>(head[5]));
+    state->format_version = static_cast<std::uint32_t>(head[6]);
   }
   if (head[1] != 0) {
     std::array<std::uint64_t, 5> input{};
@@ -81,6 +88,12 @@ void broadcast_state(const MpiJob& job, std::optional<model::TrainingState>& sta
   const int count = static_cast<int>(head[3]);
   MPI_CHECK(MPI_Bcast(state->params.data(), count, MPI_FLOAT, 0, job.comm()));
   MPI_CHECK(MPI_Bcast(state->moving_averages.data(), count, MPI_FLOAT, 0, job.comm()));
+  // Momentum's velocity or Adam's two moments (none for SGD): a rank that keeps some of
+  // them takes its part when it is made, as it takes its part of the moving averages.
+  if (head[5] > 0) {
+    MPI_CHECK(MPI_Bcast(state->optimizer_state.data(), static_cast<int>(head[5]), MPI_FLOAT, 0,
+                        job.comm()));
+  }
 }
 
 data::InputPosition job_input_position(const MpiJob& job, const data::InputPosition& mine,

@@ -9,7 +9,7 @@
 //     so a refused folder ends the whole job with rank 0's message instead of leaving
 //     the other ranks waiting in their first collective for a rank that has left;
 //   - broadcast_state() hands rank 0's resumed state (step, parameters, moving averages,
-//     input position) to every rank;
+//     input position, the optimizer and its own state) to every rank;
 //   - job_input_position() gathers every rank's input position to rank 0 for a save.
 // Introduced in chapter 5.
 #pragma once

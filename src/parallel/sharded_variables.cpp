@@ -167,6 +167,27 @@ void ShardedVariables::state_to_host(model::TrainingState& state) {
   read_optimizer_shards(state.optimizer_state.data(), kAll, optimizers_, held_, streams_);
 }
 
+void ShardedVariables::held_to_host(model::TrainingState& state) {
+  const int parts = model::optimizer_own_floats(options_.optimizer);
+  state.params.resize(kAll);
+  state.moving_averages.resize(kAll);
+  state.optimizer_state.resize(static_cast<std::size_t>(parts) * kAll);
+  for (std::size_t i = 0; i < towers_.size(); ++i) {
+    Stream& stream = *streams_[i];
+    const Chunk state_range = held_[i], param_range = params_held_[i];
+    stream.copy(state.params.data() + param_range.offset, params_[i],
+                param_range.size * sizeof(float), "copy params to host");
+    stream.copy(state.moving_averages.data() + state_range.offset, averages_[i],
+                state_range.size * sizeof(float), "copy averages to host");
+    for (int p = 0; p < parts; ++p) {
+      stream.copy(state.optimizer_state.data() + static_cast<std::size_t>(p) * kAll + state_range.offset,
+                  optimizers_[i].part(p), state_range.size * sizeof(float),
+                  "copy optimizer state to host");
+    }
+    stream.synchronize();
+  }
+}
+
 void ShardedVariables::params_to_host(float* host) {
   read_shards(host, kAll, params_, params_held_, streams_);
 }

@@ -101,6 +101,19 @@ class ShardedVariables : public Placement {
   /// The gradients a tower holds whole at once: the largest bucket (stage 2), else all.
   std::size_t largest_gradient_block() const;
 
+  /// [tower] the range of the moving averages and --optimizer's state it keeps (the whole
+  /// buffer with --zero 0, its shard from --zero 1 on).
+  Chunk held(int tower) const { return held_[static_cast<std::size_t>(tower)]; }
+  /// [tower] the range of the parameters it keeps (its shard with --zero 3, else all).
+  Chunk params_held(int tower) const { return params_held_[static_cast<std::size_t>(tower)]; }
+  /// The ranges these towers keep, each copied into its place of `state`'s whole arrays
+  /// (params, moving_averages: kNumParameters floats; optimizer_state: each part's
+  /// kNumParameters one after another), resized to fit; what no tower here keeps is left
+  /// as it was. For towers that are some of the holders (chapter 11: one tower per
+  /// process), whose ranges are then put together over MPI; state_to_host() is the whole.
+  /// Waits for the copies.
+  void held_to_host(model::TrainingState& state);
+
   std::string where() const override;
   void state_to_host(model::TrainingState& state) override;
   void params_to_host(float* params) override;
