@@ -113,6 +113,25 @@ class ReplicaRank final : public MeshRank {
   std::int64_t steps_per_decay_;
 };
 
+}  // namespace
+
+std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector<float>& mine) {
+  const std::size_t size = mine.size();  // every rank's the same: tp divides 384
+  const int ranks = mesh.shape().tp;
+  std::vector<float> all(mesh.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
+  MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(size), MPI_FLOAT, all.data(),
+                       static_cast<int>(size), MPI_FLOAT, 0, mesh.tensor()));
+  if (mesh.at().tensor != 0) return {};
+  std::vector<float> whole(model::kNumParameters);
+  for (int r = 0; r < ranks; ++r) {
+    TensorSliceLayout(ranks, r).put(all.data() + static_cast<std::size_t>(r) * size, whole.data(),
+                                    /*replicated=*/r == 0);
+  }
+  return whole;
+}
+
+namespace {
+
 // Chapter 10's rank t of a replica, in a process of its own.
 class TensorRank final : public MeshRank {
  public:
@@ -202,23 +221,12 @@ class TensorRank final : public MeshRank {
 
  private:
   // The replica's slices of one array laid out as the parameters (`slice`, on this rank's
-  // device), gathered over the tensor communicator and put into chapter 1's flat layout
-  // in `whole` on world rank 0.
+  // device), put together in chapter 1's flat layout in `whole` on world rank 0.
   void gather(const float* slice, std::vector<float>& whole) {
-    const std::size_t size = slices_.layout(0).size();  // equal: tp divides 384
-    std::vector<float> mine(size);
-    copy_to_host(*tower_.stream, mine.data(), slice, size);
-    int ranks = 1;
-    MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
-    std::vector<float> all(mesh_.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
-    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(size), MPI_FLOAT, all.data(),
-                         static_cast<int>(size), MPI_FLOAT, 0, mesh_.tensor()));
-    if (mesh_.rank() != 0) return;
-    whole.resize(model::kNumParameters);
-    for (int r = 0; r < ranks; ++r) {
-      TensorSliceLayout(ranks, r).put(all.data() + static_cast<std::size_t>(r) * size,
-                                      whole.data(), /*replicated=*/r == 0);
-    }
+    std::vector<float> mine(slices_.layout(0).size());
+    copy_to_host(*tower_.stream, mine.data(), slice, mine.size());
+    std::vector<float> flat = gather_tensor_slices(mesh_, mine);
+    if (mesh_.rank() == 0) whole = std::move(flat);
   }
 
   const MeshRanks& mesh_;
@@ -372,13 +380,16 @@ std::string mesh_rank_map(const MeshShape& shape) {
 }  // namespace
 
 std::string mesh_run_problem(const MeshConfig& c) {
-  const std::string today = "the composed run covers data x tensor and data x pipeline today "
+  const std::string today = "the composed run covers data x tensor x pipeline today "
                             "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
-                            "with data parallelism alone; the host backend); ";
+                            "with data parallelism alone; --pp up to 4 beside --tp; the host "
+                            "backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
-  if (c.pp > 1 && c.tp > 1) {
-    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
-           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
+  if (c.pp > 1 && c.tp > 1 && !split_layers_on_one_stage(c.pp)) {
+    return today + "--pp " + std::to_string(c.pp) + " cuts between local3 and softmax_linear, "
+           "and beside tensor parallelism (--tp " + std::to_string(c.tp) + ") chapter 10's "
+           "split needs local3, local4 and softmax_linear on one stage: that mesh is planned, "
+           "not run; use --pp 4 or fewer with --tp" + plan;
   }
   if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
     return today + "--zero " + std::to_string(c.zero) + " beside " +
