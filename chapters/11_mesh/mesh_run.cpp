@@ -9,11 +9,13 @@
 //                                 (sharded_rank.cpp): its shard of the state, the ring's
 //                                 two halves over the data communicator (ZeRO-3: and
 //                                 each layer gathered over it).
-//   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
+//   TensorRank  (tp > 1, pp = 1)  chapter 10's rank t in a process of its own: its slice,
 //                                 the replica's batch, g and f over the tensor ring, then
 //                                 the slice's gradients averaged over the data ring, and
 //                                 --optimizer's update of the slice.
-//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp).
+//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp);
+//                                 with tp > 1 its variables a slice, and chapter 10's
+//                                 split on the stage holding local3 and local4.
 //
 // Every buffer a rank allocates is in its device's memory ledger under the category the
 // plan names, and every byte a rank sends is counted where it is sent, per dimension.

@@ -251,6 +251,7 @@ class StageRank final : public MeshRank {
 
  private:
   bool first() const { return stage_ == 0; }
+  bool last() const { return stage_ + 1 == stages_; }
 
   // Marks the place of `times` collectives `what` that other stages' ranks enter and this
   // one does not: chapter 5's progress board wants every rank to enter the same
@@ -266,7 +267,6 @@ class StageRank final : public MeshRank {
           throw std::logic_error("a stage rank's collective mark ran on a GPU stream");
         });
   }
-  bool last() const { return stage_ + 1 == stages_; }
 
   // The slice at `slice` (on this rank's device) on the host.
   std::vector<float> on_host(const float* slice) {

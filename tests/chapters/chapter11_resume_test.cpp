@@ -3,8 +3,9 @@
 //
 //   - one rank of a mesh killed with SIGKILL mid-run (--fail-how kill), then --resume: the
 //     last checkpoint and --save-params equal an uninterrupted run's byte for byte, for
-//     data x tensor, data x pipeline and data alone (each kind of rank: its slice, its
-//     range, its copy, and its input restarted where the job stood, across an epoch);
+//     data x tensor, data x pipeline, tensor x pipeline and data alone (each kind of rank:
+//     its slice, its range, its range of a slice, its copy, and its input restarted where
+//     the job stood, across an epoch);
 //   - a checkpoint is chapter 1's file: 01_single_gpu --resume continues it, bit for bit
 //     where the numerics class says so (a pipeline is 01_single_gpu --accumulate m);
 //   - the file holds the whole model, not the mesh: it resumes on other --tp and --pp
@@ -98,7 +99,7 @@ TEST_P(MeshKillNine, OneRankKilledThenResumeEndsByteForByteAsAnUninterruptedRun)
 INSTANTIATE_TEST_SUITE_P(
     Meshes, MeshKillNine,
     ::testing::Values(Mesh{2, 2, 1, 3, "data2_x_tensor2"}, Mesh{2, 1, 2, 1, "data2_x_pipeline2"},
-                      Mesh{2, 1, 1, 1, "data2"}),
+                      Mesh{2, 1, 1, 1, "data2"}, Mesh{1, 2, 2, 3, "tensor2_x_pipeline2"}),
     [](const ::testing::TestParamInfo<Mesh>& info) { return std::string(info.param.name); });
 
 // A pipeline of two stages, micro-batches of one image: its numerics class is
