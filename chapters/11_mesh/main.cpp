@@ -8,11 +8,11 @@
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
 // Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
-// x tensor or data x pipeline with SGD, momentum or Adam; ZeRO-1 to 3 on data
-// parallelism alone; the host backend; mesh_run.hpp), one process per device, one
+// x tensor x pipeline with SGD, momentum or Adam, --pp at most 4 beside --tp; ZeRO-1 to 3
+// on data parallelism alone; the host backend; mesh_run.hpp), one process per device, one
 // communicator per dimension, and prints the plan beside what the run measured. What is
-// planned but not run yet (a pipeline beside tensor parallelism, ZeRO beside tensor or
-// pipeline parallelism) is refused before the run starts.
+// planned but not run yet (ZeRO beside tensor or pipeline parallelism, a pipeline cut
+// between local3 and local4 beside tensor parallelism) is refused before the run starts.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
 // rank's part (--optimizer's state and ZeRO's shards too), with chapter 5's flags
 // (mesh_checkpoint.hpp), and chapter 5's test hooks make one rank die or stall.
@@ -90,9 +90,9 @@ void print_plan(const MeshPlan& plan) {
   std::printf("%s\n", plan.held_by_run
                           ? "held to a run: a program runs this mesh (a chapter, or 11_mesh's "
                             "composed run), and chapter 11's tests compare every category with it"
-                          : "not held to a run yet: no program runs this mesh (a pipeline beside "
-                            "tensor parallelism, or ZeRO beside tensor or pipeline parallelism); "
-                            "these numbers compose the 1-D forms");
+                          : "not held to a run yet: no program runs this mesh (ZeRO beside tensor "
+                            "or pipeline parallelism, or a pipeline of 5 stages or more beside "
+                            "tensor parallelism); these numbers compose the 1-D forms");
 }
 
 #if TOWERS_MESH_RUN
@@ -145,10 +145,11 @@ int main(int argc, char** argv) {
   CLI::App app{"Chapter 11: the plan of a data x tensor x pipeline mesh, before any run: peak "
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
-               "--dp a --tp b --pp c runs the composed mesh (data x tensor or data x pipeline; "
-               "SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host backend) "
-               "and prints the plan beside what it measured; it saves and resumes chapter 1's "
-               "checkpoints (--checkpoint-dir, --resume), the optimizer's state included."};
+               "--dp a --tp b --pp c runs the composed mesh (data x tensor x pipeline, --pp at "
+               "most 4 beside --tp; SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism "
+               "alone; host backend) and prints the plan beside what it measured; it saves and "
+               "resumes chapter 1's checkpoints (--checkpoint-dir, --resume), the optimizer's "
+               "state included (beside both --tp and --pp, SGD's alone)."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;

@@ -2,7 +2,8 @@
 // MeshRank: one rank of chapter 11's composed run, what the run's loop asks of it. Four
 // kinds (mesh_run.cpp, stage_rank.cpp, sharded_rank.cpp): chapter 5's rank (tp = 1,
 // pp = 1), chapter 8's (the same with --zero or an optimizer that keeps state), chapter
-// 10's tensor rank (tp > 1) and chapter 9's pipeline stage (pp > 1, tp = 1).
+// 10's tensor rank (tp > 1, pp = 1) and chapter 9's pipeline stage (pp > 1; with tp > 1
+// its variables a tensor slice, and chapter 10's split on the stage holding local3).
 // Each is made from a whole model::TrainingState (fresh, or a checkpoint's) and takes its
 // part of it.
 #pragma once
@@ -45,14 +46,24 @@ class MeshRank {
   virtual Stream& stream() = 0;
 };
 
-/// Chapter 9's stage `mesh.at().pipeline` of `config` (pp > 1, tp = 1) on this process's
+/// Chapter 9's stage `mesh.at().pipeline` of `config` (pp > 1) on this process's
 /// device: its range of the variables, its activation slots, its mailboxes, the
 /// activations and gradients sent to its neighbours over the pipeline communicator, and
-/// with dp > 1 its range's gradients averaged over the data communicator. It takes its
-/// range of `state`, and its input starts at `state.input` when there is one.
+/// with dp > 1 its range's gradients averaged over the data communicator. With tp > 1 it
+/// keeps its variables in chapter 10's slice for its tensor index, and the stage that
+/// holds local3 and local4 runs chapter 10's split of them over the tensor communicator
+/// (stage_rank.cpp). It takes its part of `state`, and its input starts at `state.input`
+/// when there is one.
 std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watchdog,
                                           Runtime& runtime, const data::Dataset& train, const MeshConfig& config,
                                           const model::TrainingState& state, std::uint64_t seed);
+
+/// A tensor group's slices of one array laid out as the parameters, put together in
+/// chapter 1's flat layout: `mine` is this rank's slice (TensorSliceLayout(tp, t).size()
+/// floats, on the host). Returns model::kNumParameters floats on the group's rank 0 (each
+/// rank's columns and rows, the replicated variables from rank 0), nothing on the others.
+/// A collective over the tensor communicator (mesh_run.cpp).
+std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector<float>& mine);
 
 /// Chapter 8's rank for the one tower of `set` (tp = 1, pp = 1; sharded_rank.cpp):
 /// ShardedVariables at `config.zero` with `config.optimizer`, its collectives over the

@@ -9,11 +9,13 @@
 //                                 (sharded_rank.cpp): its shard of the state, the ring's
 //                                 two halves over the data communicator (ZeRO-3: and
 //                                 each layer gathered over it).
-//   TensorRank  (tp > 1)          chapter 10's rank t in a process of its own: its slice,
+//   TensorRank  (tp > 1, pp = 1)  chapter 10's rank t in a process of its own: its slice,
 //                                 the replica's batch, g and f over the tensor ring, then
 //                                 the slice's gradients averaged over the data ring, and
 //                                 --optimizer's update of the slice.
-//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp).
+//   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp);
+//                                 with tp > 1 its variables a slice, and chapter 10's
+//                                 split on the stage holding local3 and local4.
 //
 // Every buffer a rank allocates is in its device's memory ledger under the category the
 // plan names, and every byte a rank sends is counted where it is sent, per dimension.
@@ -112,6 +114,25 @@ class ReplicaRank final : public MeshRank {
   MeshRing data_;
   std::int64_t steps_per_decay_;
 };
+
+}  // namespace
+
+std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector<float>& mine) {
+  const std::size_t size = mine.size();  // every rank's the same: tp divides 384
+  const int ranks = mesh.shape().tp;
+  std::vector<float> all(mesh.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
+  MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(size), MPI_FLOAT, all.data(),
+                       static_cast<int>(size), MPI_FLOAT, 0, mesh.tensor()));
+  if (mesh.at().tensor != 0) return {};
+  std::vector<float> whole(model::kNumParameters);
+  for (int r = 0; r < ranks; ++r) {
+    TensorSliceLayout(ranks, r).put(all.data() + static_cast<std::size_t>(r) * size, whole.data(),
+                                    /*replicated=*/r == 0);
+  }
+  return whole;
+}
+
+namespace {
 
 // Chapter 10's rank t of a replica, in a process of its own.
 class TensorRank final : public MeshRank {
@@ -226,23 +247,12 @@ class TensorRank final : public MeshRank {
   }
 
   // The replica's slices of one array laid out as the parameters (`slice`, on this rank's
-  // device), gathered over the tensor communicator and put into chapter 1's flat layout
-  // in `whole` on world rank 0.
+  // device), put together in chapter 1's flat layout in `whole` on world rank 0.
   void gather(const float* slice, std::vector<float>& whole) {
-    const std::size_t size = slices_.layout(0).size();  // equal: tp divides 384
-    std::vector<float> mine(size);
-    copy_to_host(*tower_.stream, mine.data(), slice, size);
-    int ranks = 1;
-    MPI_CHECK(MPI_Comm_size(mesh_.tensor(), &ranks));
-    std::vector<float> all(mesh_.at().tensor == 0 ? size * static_cast<std::size_t>(ranks) : 0);
-    MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(size), MPI_FLOAT, all.data(),
-                         static_cast<int>(size), MPI_FLOAT, 0, mesh_.tensor()));
-    if (mesh_.rank() != 0) return;
-    whole.resize(model::kNumParameters);
-    for (int r = 0; r < ranks; ++r) {
-      TensorSliceLayout(ranks, r).put(all.data() + static_cast<std::size_t>(r) * size,
-                                      whole.data(), /*replicated=*/r == 0);
-    }
+    std::vector<float> mine(slices_.layout(0).size());
+    copy_to_host(*tower_.stream, mine.data(), slice, mine.size());
+    std::vector<float> flat = gather_tensor_slices(mesh_, mine);
+    if (mesh_.rank() == 0) whole = std::move(flat);
   }
 
   const MeshRanks& mesh_;
@@ -389,13 +399,16 @@ std::string mesh_rank_map(const MeshShape& shape) {
 }  // namespace
 
 std::string mesh_run_problem(const MeshConfig& c) {
-  const std::string today = "the composed run covers data x tensor and data x pipeline today "
+  const std::string today = "the composed run covers data x tensor x pipeline today "
                             "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
-                            "with data parallelism alone; the host backend); ";
+                            "with data parallelism alone; --pp up to 4 beside --tp; the host "
+                            "backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
-  if (c.pp > 1 && c.tp > 1) {
-    return today + "a pipeline beside tensor parallelism (--pp " + std::to_string(c.pp) +
-           " with --tp " + std::to_string(c.tp) + ") is planned, not run" + plan;
+  if (c.pp > 1 && c.tp > 1 && !split_layers_on_one_stage(c.pp)) {
+    return today + "--pp " + std::to_string(c.pp) + " cuts between local3 and softmax_linear, "
+           "and beside tensor parallelism (--tp " + std::to_string(c.tp) + ") chapter 10's "
+           "split needs local3, local4 and softmax_linear on one stage: that mesh is planned, "
+           "not run; use --pp 4 or fewer with --tp" + plan;
   }
   if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
     return today + "--zero " + std::to_string(c.zero) + " beside " +
@@ -411,10 +424,15 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   // nothing else: every kind of rank below puts its part of the whole state together and
   // takes it back. A kind added later stays refused until a test proves its file.
   const bool data_alone = c.tp == 1 && c.pp == 1;
-  const bool proven = !c.hybrid && (c.tp == 1 || c.pp == 1) && (c.zero == 0 || data_alone);
+  const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;  // its stages' optimizer state is not
+  const bool proven = !c.hybrid && (c.zero == 0 || data_alone) &&  // put together yet
+                      (!pipeline_by_tensor || c.optimizer == model::Optimizer::kSgd);
   if (proven) return "";
   std::string what;
-  if (c.tp > 1 && c.pp > 1) what = "a pipeline beside tensor parallelism";
+  if (pipeline_by_tensor && c.optimizer != model::Optimizer::kSgd) {
+    what = std::string("--optimizer ") + model::optimizer_name(c.optimizer) +
+           "'s state on a pipeline beside tensor parallelism";
+  }
   if (c.zero > 0 && !data_alone) {
     what += std::string(what.empty() ? "" : ", and ") + "--zero " + std::to_string(c.zero) +
             " beside " + (c.tp > 1 ? "tensor" : "pipeline") + " parallelism";
@@ -422,7 +440,8 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   if (c.hybrid) what += std::string(what.empty() ? "" : ", and ") + "--hybrid";
   return "--checkpoint-dir: the composed run's checkpoints are put together and proven (kill "
          "-9 of a rank, --resume, byte for byte) for data x tensor and data x pipeline at "
-         "--zero 0 and for data parallelism alone at --zero 0 to 3, with any --optimizer; "
+         "--zero 0 and for data parallelism alone at --zero 0 to 3, with any --optimizer, "
+         "and for data x tensor x pipeline with --optimizer sgd at --zero 0; "
          "not yet for " + what + ", whose file might lack a rank's part of the state and "
          "resume another run. Drop --checkpoint-dir and the resume flags, or run one of "
          "the meshes above.";

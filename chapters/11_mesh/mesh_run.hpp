@@ -3,10 +3,11 @@
 // one process per simulated device, one communicator per mesh dimension
 // (mpi/mesh_ranks.hpp).
 //
-// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 with SGD,
-// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend; each of
-// them saves and resumes chapter 1's checkpoints, the optimizer's state included. Each rank
-// is tensor rank t of stage p of data replica d (mesh_rank.hpp).
+// What runs today: data x tensor x pipeline (a pipeline of at most 4 stages beside tensor
+// parallelism), ZeRO-0 with SGD, momentum or Adam, ZeRO-1 to 3 on data parallelism alone,
+// the host backend; each of them saves and resumes chapter 1's checkpoints, the
+// optimizer's state included (beside both tensor and pipeline parallelism, SGD's alone).
+// Each rank is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
 // model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's
 // (sharded_rank.cpp: its shard of the state, the ring's two halves); with tp > 1 it holds chapter 10's slice for
@@ -14,7 +15,8 @@
 // theirs (the examples of chapter 5's shard d), g and f a ring over the tensor
 // communicator, and then the slice's gradients averaged over the data communicator; with
 // pp > 1 it is chapter 9's stage (stage_rank.cpp), its activations and gradients messages
-// over the pipeline communicator. Rank 0 prints the plan beside what the run measured:
+// over the pipeline communicator, and beside tp > 1 its variables its tensor index's slice
+// and chapter 10's split on the stage holding local3 and local4. Rank 0 prints the plan beside what the run measured:
 // the ledger's peak bytes per category of the largest device, the bytes on the wire per
 // step per dimension, gathered from every rank, and a pipeline's bubble read from the
 // trace. Introduced in chapter 11.

@@ -20,7 +20,19 @@
 // same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
 // momentum's velocity and Adam's moments kept for that range alone). A checkpoint puts
 // the stages' ranges of all of it together on world rank 0 (gather_state), and each
-// stage takes its range back from a resumed state.
+// stage takes its range back from a resumed state (with tp = 1: beside tensor
+// parallelism the optimizer's state is not put together yet, and such checkpoints are
+// refused, mesh_checkpoint_problem).
+//
+// Beside tensor parallelism (tp > 1) each stage is tp ranks, one per tensor index, and
+// each keeps its variables in chapter 10's slice for its index (TensorSlices: the
+// convolutions at their flat offsets, then the replicated tail, then its columns of
+// local3 and rows of local4), so a stage's range is its layers' part of that slice. The
+// stages before local3 run whole on every tensor rank, on the same values, as chapter 10
+// runs its convolutions; the stage holding local3 and local4 runs them as chapter 10's
+// split (TensorSplit), one slot per stashed micro-batch, g and f over the tensor
+// communicator. Each tensor rank sends its stage's whole activations to the same tensor
+// rank of the next stage.
 #include <mpi.h>
 
 #include <algorithm>
@@ -44,6 +56,9 @@
 #include "parallel/pipeline_split.hpp"
 #include "parallel/stage_variables.hpp"
 #include "state_gather.hpp"
+#include "parallel/tensor_bytes.hpp"  // kTensorInputWidth
+#include "parallel/tensor_slices.hpp"
+#include "parallel/tensor_split.hpp"
 
 namespace towers {
 namespace {
@@ -52,6 +67,25 @@ using model::Network;
 
 std::size_t output_floats(int layer, int micro_batch) {
   return static_cast<std::size_t>(micro_batch) * Network::layer_output_floats(layer);
+}
+
+// Whether a stage runs chapter 10's split: it holds local3 (and, as mesh_run_problem
+// requires, local4 and softmax_linear) on a mesh with tp > 1.
+bool holds_split(const StageLayers& layers, int tp) {
+  return tp > 1 && layers.first <= model::kLocal3 && model::kLocal3 <= layers.last;
+}
+
+// The stage's range in the buffers it keeps: chapter 9's range of the flat layout, or
+// with tp > 1 its part of the tensor slice. The convolutions sit at their flat offsets in
+// the slice; the stage holding local3 holds the slice's tail from its first variable on.
+ParameterRange owned_range(const StageLayers& layers, int tp, int tensor) {
+  const ParameterRange flat = stage_parameters(layers);
+  if (!holds_split(layers, tp)) return flat;
+  if (layers.last != model::kSoftmaxLinear) {
+    throw std::logic_error("a stage with local3 beside tensor parallelism must hold local4 "
+                           "and softmax_linear too (mesh_run_problem)");
+  }
+  return {flat.offset, TensorSliceLayout(tp, tensor).size() - flat.offset};
 }
 
 class StageRank final : public MeshRank {
@@ -67,29 +101,57 @@ class StageRank final : public MeshRank {
         micro_batch_(c.batch / c.micro_batches),
         batch_(c.batch),
         layers_(default_split(c.pp)[static_cast<std::size_t>(stage_)]),
-        range_(stage_parameters(layers_)),
+        flat_range_(stage_parameters(layers_)),
+        range_(owned_range(layers_, c.tp, mesh.at().tensor)),
         device_(runtime.device(0)),
         stream_(device_.create_stream()),
         schedule_(stage_schedule(c.schedule, {c.pp, c.micro_batches, 1}, stage_)),
         queue_(train, c.dp * c.batch, seed),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
-        replicas_(c.dp) {
-    const std::size_t param_bytes = model::kNumParameters * sizeof(float);
-    vars_.add_stage(device_, *stream_, range_);
-    vars_.load_from_host(state);
+        replicas_(c.dp),
+        tensor_ranks_(c.tp) {
+    // The variables: chapter 9's buffers of the whole model, or chapter 10's slice.
+    std::size_t floats = model::kNumParameters;
+    if (c.tp > 1) {
+      slices_ = std::make_unique<TensorSlices>(std::vector<Device*>{&device_},
+                                               std::vector<Stream*>{stream_.get()}, c.tp,
+                                               mesh.at().tensor);
+      slices_->load_from_host(state);
+      floats = slices_->layout(0).size();
+      params_ = slices_->params(0);
+      averages_ = slices_->averages(0);
+      micro_grads_ = slices_->grads(0);
+    } else {
+      vars_.add_stage(device_, *stream_, range_);
+      vars_.load_from_host(state);
+      params_ = vars_.params(0);
+      averages_ = vars_.averages(0);
+      micro_grads_buffer_ = device_.allocate(floats * sizeof(float), MemoryCategory::kGradients);
+      micro_grads_ = micro_grads_buffer_.as<float>();
+    }
     // --optimizer's own state (none for SGD) for the range this stage updates, and only
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
     // has no one else's entries to leave room for.
     optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
     if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
+      // Beside tensor parallelism range_ is in the slice's layout, not the file's: such a
+      // checkpoint is refused before the run (mesh_checkpoint_problem), never read here.
+      if (slices_) throw std::logic_error("a stage beside --tp resumed an optimizer's state");
       optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
                           range_.offset);
     }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
-    grad_sum_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
-    micro_grads_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
+    grad_sum_ = device_.allocate(floats * sizeof(float), MemoryCategory::kGradients);
     const int slots = peak_stashed_activations(schedule_);
     for (int i = 0; i < slots; ++i) slots_.push_back(std::make_unique<Network>(device_, micro_batch_));
+    if (holds_split(layers_, c.tp)) {  // chapter 10's split, a slot per stashed micro-batch
+      // g sums [m, 192], f [m, 2304] of one micro-batch of m: one ring sized for f.
+      auto tensor = std::make_unique<MeshRing>(
+          device_, mesh.tensor(), static_cast<std::size_t>(micro_batch_) * kTensorInputWidth,
+          Reduction::kSum, watchdog, "tensor ring");
+      tensor_ = tensor.get();
+      split_ = std::make_unique<TensorSplit>(*stream_, slots_, *slices_, std::move(tensor), "ring");
+    }
     for (int mb = 0; mb < micro_batches_; ++mb) {
       if (!first()) {
         activations_in_.push_back(device_.allocate(
@@ -145,19 +207,11 @@ class StageRank final : public MeshRank {
         backward(op.micro_batch, step);
       }
     }
+    // The stage holding local3 entered its tensor ring twice per micro-batch (g and f).
+    if (tensor_ranks_ > 1 && !split_) mark_place("tensor ring", step, 2 * micro_batches_);
     if (range_.count == 0) {  // a stage of pooling or norms alone: nothing to update
-      // ... and nothing to average, but the other stages' ranks enter their data ring
-      // here, and chapter 5's progress board wants every rank to enter the same
-      // collectives: this rank marks the ring's place (an empty wait under the watchdog),
-      // or the others would wait for it at the end and blame it on a timeout.
-      if (replicas_ > 1) {
-        stream_->launch(
-            "data ring (no variables on this stage)",
-            [this, step] { Watchdog::Scope mark(watchdog_, "data ring", step); },
-            [](const CudaLaunchContext&) {
-              throw std::logic_error("a stage rank's data ring mark ran on a GPU stream");
-            });
-      }
+      // ... and nothing to average, but the other stages' ranks enter their data ring here.
+      if (replicas_ > 1) mark_place("data ring", step, 1);
       return;
     }
     const int count = static_cast<int>(range_.count);
@@ -168,11 +222,11 @@ class StageRank final : public MeshRank {
       data_->set_step(step);
       data_->average({&sum, 1}, range_.count, {&stream, 1});
     }
-    float* params = vars_.params(0) + range_.offset;
+    float* params = params_ + range_.offset;
     optimizer_->apply(*stream_, global_step, model::learning_rate(global_step, steps_per_decay_),
                       sum, params);  // SGD: chapter 9's apply_gradients_range, the same op
     ops::ema_update(*stream_, count, model::moving_average_decay(global_step), params,
-                    vars_.averages(0) + range_.offset);
+                    averages_ + range_.offset);
   }
 
   float loss() override {
@@ -189,6 +243,14 @@ class StageRank final : public MeshRank {
   void put_together(model::TrainingState& whole) override {
     // Each stage's range of each array, gathered on stage 0 into chapter 1's flat layout.
     model::TrainingState mine;
+    if (slices_) {  // first the tensor group's slices, put together on its rank 0
+      mine.params = gather_tensor_slices(mesh_, on_host(params_));
+      mine.moving_averages = gather_tensor_slices(mesh_, on_host(averages_));
+      if (mesh_.at().tensor != 0) return;  // its stage's range is on tensor rank 0 now
+      gather(mine.params, whole.params);
+      gather(mine.moving_averages, whole.moving_averages);
+      return;
+    }
     vars_.state_to_host(mine);  // this stage's range of the parameters and moving averages
     const int parts = optimizer_->parts();  // and of --optimizer's own state
     mine.optimizer_state.resize(static_cast<std::size_t>(parts) * model::kNumParameters);
@@ -204,13 +266,49 @@ class StageRank final : public MeshRank {
 
   std::uint64_t bytes_sent(int dimension) const override {
     if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
-    return dimension == 2 ? pipeline_sent_.load() : 0;
+    if (dimension == 1) return tensor_ ? tensor_->bytes_sent() : 0;
+    return pipeline_sent_.load();
   }
   Stream& stream() override { return *stream_; }
 
  private:
   bool first() const { return stage_ == 0; }
   bool last() const { return stage_ + 1 == stages_; }
+
+  // Marks the place of `times` collectives `what` that other stages' ranks enter and this
+  // one does not: chapter 5's progress board wants every rank to enter the same
+  // collectives, so this rank makes as many empty waits under the watchdog, as stream
+  // work, or the others would wait for it at the end and blame it on a timeout.
+  void mark_place(const std::string& what, int step, int times) {
+    stream_->launch(
+        what + " (not on this stage)",
+        [this, what, step, times] {
+          for (int i = 0; i < times; ++i) Watchdog::Scope mark(watchdog_, what, step);
+        },
+        [](const CudaLaunchContext&) {
+          throw std::logic_error("a stage rank's collective mark ran on a GPU stream");
+        });
+  }
+
+  // The slice at `slice` (on this rank's device) on the host.
+  std::vector<float> on_host(const float* slice) {
+    std::vector<float> host(slices_->layout(0).size());
+    copy_to_host(*stream_, host.data(), slice, host.size());
+    return host;
+  }
+
+  // This stage's range of `mine` (kNumParameters floats, chapter 1's layout) gathered with
+  // the other stages' into `whole` on stage 0 (world rank 0 is the first stage of replica 0).
+  void gather(const std::vector<float>& mine, std::vector<float>& whole) {
+    std::vector<int> counts(static_cast<std::size_t>(stages_)), offsets(counts.size());
+    const int count = static_cast<int>(flat_range_.count);
+    const int offset = static_cast<int>(flat_range_.offset);
+    MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mesh_.pipeline()));
+    MPI_CHECK(MPI_Gather(&offset, 1, MPI_INT, offsets.data(), 1, MPI_INT, 0, mesh_.pipeline()));
+    whole.assign(first() ? model::kNumParameters : 0, 0.0f);
+    MPI_CHECK(MPI_Gatherv(mine.data() + flat_range_.offset, count, MPI_FLOAT, whole.data(),
+                          counts.data(), offsets.data(), MPI_FLOAT, 0, mesh_.pipeline()));
+  }
 
   // The replica's batch: the images to the first stage's device, the labels to the last's.
   void read_batch() {
@@ -294,12 +392,24 @@ class StageRank final : public MeshRank {
     }
     const float* images =
         first() ? images_.as<float>() + i * micro_batch_ * data::kCropValues : nullptr;
-    net.forward_layers(*stream_, vars_.params(0), layers_.first, layers_.last, images);
-    if (last()) {  // the loss, and the logits' gradient
-      net.loss(*stream_, vars_.params(0), labels_.as<int>() + i * micro_batch_);
-      stream_->copy(host_losses_.as<float>() + mb * model::kLossCount, net.losses(),
-                    sizeof(float) * model::kLossCount, "copy loss");
+    float* losses = last() ? host_losses_.as<float>() + mb * model::kLossCount : nullptr;
+    const int* labels = last() ? labels_.as<int>() + i * micro_batch_ : nullptr;
+    if (split_) {  // the layers before local3, then chapter 10's split and the loss
+      const int slot = static_cast<int>(i % slots_.size());
+      if (layers_.first <= model::kPool2) {
+        net.forward_layers(*stream_, params_, layers_.first, model::kPool2, images);
+      }
+      split_->forward_to_cut(slot);
+      tensor_->set_step(step);
+      split_->g(slot);
+      split_->forward_from_cut(slot, labels, losses);
     } else {
+      net.forward_layers(*stream_, params_, layers_.first, layers_.last, images);
+    }
+    if (last() && !split_) {  // the loss, and the logits' gradient
+      net.loss(*stream_, params_, labels);
+      stream_->copy(losses, net.losses(), sizeof(float) * model::kLossCount, "copy loss");
+    } else if (!last()) {
       send(net.layer_output(layers_.last), output_floats(layers_.last, micro_batch_), stage_ + 1,
            tag(mb, Pass::kForward), "send activations", step);
     }
@@ -314,11 +424,21 @@ class StageRank final : public MeshRank {
       stream_->copy(net.output_gradient(layers_.last), gradients_in_[i].data(),
                     sizeof(float) * output_floats(layers_.last, micro_batch_), "copy gradient");
     }
-    net.backward_layers(*stream_, vars_.params(0), layers_.first, layers_.last,
-                        micro_grads_.as<float>());
+    if (split_) {  // chapter 10's split backward, f, then the layers before local3
+      const int slot = static_cast<int>(i % slots_.size());
+      split_->backward_to_local4(slot);
+      split_->backward_to_cut(slot);
+      split_->f(slot);
+      if (layers_.first <= model::kPool2) {  // their variables at their flat offsets
+        net.backward_layers(*stream_, params_, layers_.first, model::kPool2, micro_grads_, 0,
+                            TensorSliceLayout::conv_floats());
+      }
+    } else {
+      net.backward_layers(*stream_, params_, layers_.first, layers_.last, micro_grads_);
+    }
     if (range_.count > 0) {  // sum += this micro-batch's gradients, in order
       model::add_micro_batch_gradients(*stream_, static_cast<int>(range_.count),
-                                       micro_grads_.as<float>() + range_.offset,
+                                       micro_grads_ + range_.offset,
                                        grad_sum_.as<float>() + range_.offset);
     }
     if (!first()) {
@@ -331,21 +451,30 @@ class StageRank final : public MeshRank {
   Watchdog& watchdog_;
   int stage_, stages_, micro_batches_, micro_batch_, batch_;
   StageLayers layers_;
-  ParameterRange range_;
+  ParameterRange flat_range_;  // chapter 9's range of the flat layout (put_together)
+  ParameterRange range_;       // the same variables in this rank's buffers (owned_range)
   Device& device_;
   std::unique_ptr<Stream> stream_;
   std::vector<StageOp> schedule_;
   InputQueue queue_;
   std::int64_t steps_per_decay_;
-  StageVariables vars_;
-  Buffer grad_sum_, micro_grads_;
+  StageVariables vars_;                   // tp = 1: chapter 9's buffers of the whole model
+  std::unique_ptr<TensorSlices> slices_;  // tp > 1: chapter 10's slice instead
+  float* params_ = nullptr;
+  float* averages_ = nullptr;
+  float* micro_grads_ = nullptr;          // one micro-batch's gradients: the slice's, or
+  Buffer micro_grads_buffer_;             // with tp = 1 this buffer of the whole model
+  Buffer grad_sum_;
   std::vector<std::unique_ptr<Network>> slots_;
+  MeshRing* tensor_ = nullptr;            // owned by split_
+  std::unique_ptr<TensorSplit> split_;    // tp > 1, on the stage holding local3
   std::vector<Buffer> activations_in_, gradients_in_;
   Buffer images_, labels_, host_images_, host_labels_, host_losses_;
   std::vector<float> host_all_images_;
   std::vector<std::int32_t> host_all_labels_;
   std::unique_ptr<MeshRing> data_;
-  int replicas_;  // the data dimension's degree
+  int replicas_;      // the data dimension's degree
+  int tensor_ranks_;  // the tensor dimension's
   std::unique_ptr<model::OptimizerState> optimizer_;
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
   std::atomic<std::uint64_t> pipeline_sent_{0};

@@ -232,8 +232,8 @@ def mesh_shapes(text):
 def mesh_figure(shapes, measured):
     """Two panels over the shapes of one N, in the plan's order: the largest device's sum
     of ledger peaks, and the bytes all devices send per step stacked by dimension. Bars are
-    the plan (pale where no program runs the mesh yet: a pipeline beside tensor
-    parallelism); a ring marks what a run of this build measured, `measured` being
+    the plan (pale where no program runs the mesh yet: a pipeline of 5 stages or more
+    beside tensor parallelism, 11_mesh's split_layers_on_one_stage); a ring marks what a run of this build measured, `measured` being
     {shape: {"sum": bytes, "data": ..., "tensor": ..., "pipeline": ...}}."""
     left, right, top, panel_h, gap = 64.0, 16.0, 40.0, 150.0, 84.0
     slot = 66.0
@@ -267,7 +267,7 @@ def mesh_figure(shapes, measured):
     axis(y0, biggest, "memory of the largest device (sum of its ledger's peaks)")
     for i, s in enumerate(shapes):
         x = left + slot * i + slot / 2
-        held = s["tp"] == 1 or s["pp"] == 1
+        held = s["tp"] == 1 or s["pp"] <= 4
         h = height_of(s["sum"], biggest)
         out.append(f'<rect x="{x - 18:.1f}" y="{y0 + panel_h - h:.1f}" width="36" '
                    f'height="{h:.1f}" fill="{TOWER_COLORS[0]}" '
@@ -288,7 +288,7 @@ def mesh_figure(shapes, measured):
     axis(y0, biggest, "bytes on the wire per step, all devices, by dimension")
     for i, s in enumerate(shapes):
         x = left + slot * i + slot / 2
-        held = s["tp"] == 1 or s["pp"] == 1
+        held = s["tp"] == 1 or s["pp"] <= 4
         base = y0 + panel_h
         for dimension, color in MESH_DIMENSIONS:
             h = height_of(s[dimension], biggest)

@@ -122,7 +122,12 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
     // A stage averages only the range it owns (chapter 11's composed run, stage_rank.cpp).
     const std::int64_t averaged = pipeline ? stage_state_floats(split[s], c.tp) : p;
     if (c.dp > 1 || (c.tp == 1 && !pipeline)) communication += largest_chunk(averaged, c.dp);
-    if (c.tp > 1) communication += largest_chunk(micro * kTensorInputWidth, c.tp);
+    // The tensor ring where g and f run: on a pipeline only the stage holding local3 and
+    // local4 (the stages before it run whole on every tensor rank and sum nothing).
+    const bool holds_split = split[s].first <= model::kLocal3 && model::kLocal3 <= split[s].last;
+    if (c.tp > 1 && (!pipeline || holds_split)) {
+      communication += largest_chunk(micro * kTensorInputWidth, c.tp);
+    }
   }
   if (pipeline && s > 0) {
     communication +=
@@ -249,9 +254,11 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const int dims_above_one = (c.dp > 1) + (c.tp > 1) + (c.pp > 1);
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
-  // 11_mesh's composed run: data x tensor or data x pipeline at ZeRO-0, and every ZeRO
-  // stage on data parallelism alone, with every optimizer (chapter11_run_test holds it).
-  const bool composed_run = (c.pp == 1 || c.tp == 1) && !c.hybrid && (c.zero == 0 || chapter8);
+  // 11_mesh's composed run: data x tensor x pipeline at ZeRO-0 (a pipeline beside tensor
+  // parallelism where local3 to softmax_linear stay on one stage), and every ZeRO stage
+  // on data parallelism alone, with every optimizer (chapter11_run_test holds it).
+  const bool composed_run = (c.pp == 1 || c.tp == 1 || split_layers_on_one_stage(c.pp)) &&
+                            !c.hybrid && (c.zero == 0 || chapter8);
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;
@@ -278,17 +285,30 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
         (held ? " (chapter11_run_test)"
               : ", each replica accumulating " + std::to_string(c.micro_batches) +
                     " micro-batches (no run holds it yet)");
+  } else if (c.tp > 1 && c.pp > 1 && (c.dp > 1 || c.micro_batches > 1)) {
+    // Each replica's stages add its micro-batches' gradients in order, the tensor ranks
+    // cut local4's and f's sums as chapter 10's do, and the data ring averages each
+    // stage's range: no program adds in that order, so no bound is stated.
+    plan.numerics = NumericsClass::kWithinBound;
+    plan.numerics_reference =
+        "chapter 4's " + std::to_string(c.dp) + " tower(s), each accumulating " +
+        std::to_string(c.micro_batches) + " micro-batch(es), the tensor ranks cutting local4's "
+        "sums as in chapter 10; no bound is stated yet (a prediction; with one micro-batch "
+        "and one replica it is 10_tensor --collectives ring bit for bit, chapter11_run_test)";
   } else if (c.tp > 1 && c.dp > 1) {
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
         "05_ranks with " + std::to_string(c.dp) + " ranks (--allreduce ring), within gamma(383) "
         "+ gamma(384/t + t - 2) of the largest update (chapter11_run_test)";
   } else if (c.tp > 1) {
+    // With a pipeline of one micro-batch too: its stages cut chapter 10's step between
+    // processes, the same ops on the same values in the same order.
     plan.numerics = NumericsClass::kWithinBound;
     plan.numerics_reference =
         "chapter 4 on one batch, within gamma(383) + gamma(384/t + t - 2) of the largest update "
         "(chapter10_test); an order-matched reference bit for bit (chapter10_split_test), and "
-        "10_tensor --collectives ring bit for bit (chapter11_run_test)";
+        "10_tensor --collectives ring bit for bit (chapter11_run_test" +
+        std::string(c.pp > 1 ? ": the stages cut its step between processes)" : ")");
   } else if (c.pp > 1 && c.dp > 2) {
     // Each stage's data ring cuts its chunks from the stage's own range, not from the
     // whole buffer as chapter 4's and chapter 5's rings do: with three replicas or more an
@@ -318,6 +338,15 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   }
   if (!plan.held_by_run) plan.numerics_reference += "; composed mesh: a prediction";
   return plan;
+}
+
+bool split_layers_on_one_stage(int pp) {
+  for (const StageLayers& stage : default_split(pp)) {
+    if (stage.first <= model::kLocal3 && model::kLocal3 <= stage.last) {
+      return stage.last == model::kSoftmaxLinear;
+    }
+  }
+  return false;
 }
 
 std::vector<MeshConfig> mesh_shapes(int n, const MeshConfig& config) {

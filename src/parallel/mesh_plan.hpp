@@ -21,7 +21,8 @@
 //                batch's images and labels, and chapter 10's split activations.
 //   communication the ring's receive buffer (its largest chunk) on the data and tensor
 //                dimensions (a pipeline stage's data ring averages only the range of the
-//                variables it owns); chapter 9's mailboxes between neighbouring stages.
+//                variables it owns; on a pipeline only the stage holding local3 and
+//                local4 has a tensor ring); chapter 9's mailboxes between neighbouring stages.
 //   other        chapter 4's iterator slots (prefetch depth x one batch); chapter 9's
 //                batch on its first and last stage; nothing with chapter 10's shared batch.
 //   wire         bytes all devices send per step, per mesh dimension (zero_memory.hpp,
@@ -29,11 +30,13 @@
 //   bubble       (p-1)/(m+p-1), chapter 9's ideal_bubble_fraction.
 //
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
-// the plan to its run category by category. A mesh of data x tensor or data x pipeline
-// (ZeRO-0, every optimizer) and data parallelism alone at every ZeRO stage run as
-// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A pipeline
-// beside tensor parallelism, or ZeRO beside tensor or pipeline parallelism, has no run
-// yet: its plan composes the same forms, and `held_by_run` says so.
+// the plan to its run category by category. A mesh of data x tensor x pipeline (ZeRO-0,
+// every optimizer; with tp and pp both above 1 where local3 to softmax_linear stay on one
+// stage, pp <= 4) and data parallelism alone at every ZeRO stage run as 11_mesh's
+// composed run, and chapter11_run_test holds the plan to it the same way. ZeRO beside
+// tensor or pipeline parallelism, and a pipeline cut between local3 and local4 beside
+// tensor parallelism, have no run yet: their plan composes the same forms, and
+// `held_by_run` says so.
 #pragma once
 
 #include <array>
@@ -101,8 +104,9 @@ struct MeshPlan {
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
-  /// data x tensor or data x pipeline at ZeRO-0, or data parallelism alone at any ZeRO
-  /// stage (11_mesh's composed run, every optimizer).
+  /// data x tensor x pipeline at ZeRO-0 (split_layers_on_one_stage where tp and pp are
+  /// both above 1), or data parallelism alone at any ZeRO stage (11_mesh's composed run,
+  /// every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }
@@ -119,6 +123,13 @@ std::int64_t network_activation_floats(int b);
 /// Floats of one tensor rank's slice of the model (t dividing 384): chapter 10's
 /// TensorSliceLayout::size(), the model's Ψ when t = 1.
 std::int64_t tensor_slice_floats(int t);
+
+/// Whether chapter 9's default split into `pp` stages keeps local3, local4 and
+/// softmax_linear on one stage (pp <= 4), as a pipeline beside tensor parallelism needs:
+/// chapter 10's split joins local3's columns to local4's rows on the same rank, sums them
+/// with g and runs on to the loss, so a cut inside that run of layers would need another
+/// collective the composed run does not have.
+bool split_layers_on_one_stage(int pp);
 
 /// The factorizations dp x tp x pp = n the plan accepts with `config`'s other settings.
 std::vector<MeshConfig> mesh_shapes(int n, const MeshConfig& config);

@@ -53,9 +53,13 @@ const char* collective_scope(TensorCollective collective) {
   }
 }
 
-// One rank: its tower, its layout, and the split layers' activations.
+// One rank: its stream and Network (its tower's, or a pipeline stage's slot), which of
+// the slices it uses, its layout, and the split layers' activations.
 struct TensorSplit::Rank {
-  Tower* tower = nullptr;
+  Tower* tower = nullptr;  // chapter 10's; null for a pipeline stage's slot
+  Stream* stream_ = nullptr;
+  Network* network = nullptr;
+  int slice = 0;           // slices_.params(slice): r, or 0 for every slot of a stage
   TensorSliceLayout layout;
   int columns = 0;                                 // c
   Buffer h, dh, ones;              // [R, c], [R, c], [R]
@@ -64,10 +68,11 @@ struct TensorSplit::Rank {
   Buffer decay, scratch;           // [1] each: the shards' decay, one dot
   Buffer host_decay;                                // pinned [1]
 
-  Rank(Tower& t, const TensorSliceLayout& l) : tower(&t), layout(l),
-      columns(static_cast<int>(l.columns().size)) {}
-  Stream& stream() { return *tower->stream; }
-  Network& net() { return *tower->network; }
+  Rank(Tower* t, Stream& s, Network& n, int slice_index, const TensorSliceLayout& l)
+      : tower(t), stream_(&s), network(&n), slice(slice_index), layout(l),
+        columns(static_cast<int>(l.columns().size)) {}
+  Stream& stream() { return *stream_; }
+  Network& net() { return *network; }
 };
 
 std::size_t TensorSplit::activation_floats(TensorMode mode, int ranks, int batch,
@@ -132,6 +137,22 @@ TensorSplit::TensorSplit(std::vector<std::unique_ptr<Tower>>& towers, TensorSlic
   make_ranks(towers, slices);
 }
 
+TensorSplit::TensorSplit(Stream& stream, const std::vector<std::unique_ptr<Network>>& slots,
+                         TensorSlices& slices, std::unique_ptr<AllReduce> sum,
+                         const std::string& collectives_name)
+    : mode_(TensorMode::kTensorParallel), slices_(slices), collectives_name_(collectives_name),
+      sum_(std::move(sum)) {
+  if (slices.ranks() != 1 || slots.empty()) {
+    throw std::invalid_argument("TensorSplit: a pipeline stage holds one slice and a slot at least");
+  }
+  batch_ = rows_ = slots.front()->batch_size();
+  for (const auto& slot : slots) {
+    streams_.push_back(&stream);
+    ranks_.push_back(std::make_unique<Rank>(nullptr, stream, *slot, 0, slices.layout(0)));
+    allocate(*ranks_.back());
+  }
+}
+
 void TensorSplit::make_ranks(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices) {
   const int n = static_cast<int>(towers.size());
   if (n != slices.ranks()) {
@@ -144,26 +165,29 @@ void TensorSplit::make_ranks(std::vector<std::unique_ptr<Tower>>& towers, Tensor
     Tower& tower = *towers[static_cast<std::size_t>(r)];
     towers_.push_back(&tower);
     streams_.push_back(tower.stream.get());
-    auto rank = std::make_unique<Rank>(tower, slices.layout(r));
-    Device& device = *tower.device;
-    const auto rows = static_cast<std::size_t>(rows_);
-    rank->h = floats(device, rows * rank->columns);
-    rank->dh = floats(device, rows * rank->columns);
-    rank->ones = floats(device, rows);
-    if (mode_ == TensorMode::kHybrid) {
-      rank->gathered = floats(device, rows * kIn3);
-      rank->gathered_grad = floats(device, rows * kIn3);
-      rank->sums = floats(device, rows * kOut4);
-      rank->sums_grad = floats(device, rows * kOut4);
-    }
-    rank->decay = floats(device, 1);
-    rank->scratch = floats(device, 1);
-    rank->host_decay = device.allocate_pinned(sizeof(float));
-    // Bias gradients are column sums, products with a vector of ones (as Network's).
-    ops::fill(rank->stream(), rows_, 1.0f, rank->ones.as<float>());
-    rank->stream().synchronize();
-    ranks_.push_back(std::move(rank));
+    ranks_.push_back(std::make_unique<Rank>(&tower, *tower.stream, *tower.network, r, slices.layout(r)));
+    allocate(*ranks_.back());
   }
+}
+
+void TensorSplit::allocate(Rank& rank) {
+  Device& device = rank.stream().device();
+  const auto rows = static_cast<std::size_t>(rows_);
+  rank.h = floats(device, rows * rank.columns);
+  rank.dh = floats(device, rows * rank.columns);
+  rank.ones = floats(device, rows);
+  if (mode_ == TensorMode::kHybrid) {
+    rank.gathered = floats(device, rows * kIn3);
+    rank.gathered_grad = floats(device, rows * kIn3);
+    rank.sums = floats(device, rows * kOut4);
+    rank.sums_grad = floats(device, rows * kOut4);
+  }
+  rank.decay = floats(device, 1);
+  rank.scratch = floats(device, 1);
+  rank.host_decay = device.allocate_pinned(sizeof(float));
+  // Bias gradients are column sums, products with a vector of ones (as Network's).
+  ops::fill(rank.stream(), rows_, 1.0f, rank.ones.as<float>());
+  rank.stream().synchronize();
 }
 
 TensorSplit::~TensorSplit() = default;
@@ -175,6 +199,21 @@ void TensorSplit::collective(TensorCollective which, const Call& call) {
   call();
   wire_by_collective_[static_cast<std::size_t>(which)] += wire_.total() - before;
   for (Stream* stream : streams_) stream->set_scope("");
+}
+
+template <typename Partial>
+void TensorSplit::sum_partials(TensorCollective which, int only, std::size_t floats,
+                               const Partial& partial) {
+  std::vector<float*> partials;
+  std::vector<Stream*> streams;
+  for (int r = 0; r < ranks(); ++r) {
+    if (only != kEveryRank && r != only) continue;
+    Rank& rank = *ranks_[static_cast<std::size_t>(r)];
+    partials.push_back(partial(rank));
+    streams.push_back(&rank.stream());
+  }
+  // Waits for every rank's partial sums: the pass stops here until they arrive.
+  collective(which, [&] { sum_->average(partials, floats, streams); });  // a sum
 }
 
 // ---- The forward pass -------------------------------------------------------------------
@@ -214,7 +253,7 @@ void TensorSplit::forward_to_cut(int r) {
   Rank& rank = *ranks_[static_cast<std::size_t>(r)];
   Stream& s = rank.stream();
   const TensorSliceLayout& l = rank.layout;
-  const float* p = slices_.params(r);
+  const float* p = slices_.params(rank.slice);
   const int c = rank.columns, rows = rows_;
   const float* x = mode_ == TensorMode::kHybrid ? rank.gathered.as<float>()
                                                 : rank.net().layer_output(model::kPool2);
@@ -235,13 +274,9 @@ void TensorSplit::forward_to_cut(int r) {
   s.set_scope("");
 }
 
-void TensorSplit::g() {
-  std::vector<float*> partials;
-  for (auto& rank : ranks_) partials.push_back(rank->net().layer_output(model::kLocal4));
-  // Waits for every rank's partial sums: the forward pass stops here until they arrive.
-  collective(TensorCollective::kG, [&] {
-    sum_->average(partials, static_cast<std::size_t>(batch_) * kOut4, streams_);  // a sum
-  });
+void TensorSplit::g(int only) {
+  sum_partials(TensorCollective::kG, only, static_cast<std::size_t>(batch_) * kOut4,
+               [](Rank& rank) { return rank.net().layer_output(model::kLocal4); });
 }
 
 void TensorSplit::reduce_scatter_local4() {
@@ -253,11 +288,16 @@ void TensorSplit::reduce_scatter_local4() {
 }
 
 void TensorSplit::forward_from_cut(int r) {
+  Tower& tower = *ranks_[static_cast<std::size_t>(r)]->tower;
+  forward_from_cut(r, tower.labels.as<std::int32_t>(), tower.losses.as<float>());
+}
+
+void TensorSplit::forward_from_cut(int r, const std::int32_t* labels, float* host_losses) {
   Rank& rank = *ranks_[static_cast<std::size_t>(r)];
   Stream& s = rank.stream();
   Network& net = rank.net();
   const TensorSliceLayout& l = rank.layout;
-  const float* p = slices_.params(r);
+  const float* p = slices_.params(rank.slice);
   float* y = net.layer_output(model::kLocal4);  // [b, 192]
   if (mode_ == TensorMode::kHybrid) {  // this tower's rows of the reduce-scattered sums
     const Chunk own = rows_collectives_->shard(static_cast<std::size_t>(rows_) * kOut4, r);
@@ -270,7 +310,7 @@ void TensorSplit::forward_from_cut(int r) {
   s.set_scope("");
   net.forward_layers(s, p + TensorSliceLayout::softmax_at(), model::kSoftmaxLinear,
                      model::kSoftmaxLinear, nullptr, TensorSliceLayout::softmax_flat_offset());
-  net.loss_without_decay(s, rank.tower->labels.as<int>());
+  net.loss_without_decay(s, labels);
   // The weight decay of this rank's shards, wd/2 sum(w^2) of each, as Network::loss adds
   // its terms (a dot, then an axpy): the decay of a split variable is the sum of its shards'.
   s.set_scope("loss");
@@ -283,7 +323,7 @@ void TensorSplit::forward_from_cut(int r) {
     ops::dot(s, static_cast<int>(count), p + at, p + at, dot);
     ops::axpy(s, 1, model::parameter(name).weight_decay / 2.0f, dot, decay);
   }
-  s.copy(rank.tower->losses.data(), net.losses(), sizeof(float) * model::kLossCount, "copy loss");
+  s.copy(host_losses, net.losses(), sizeof(float) * model::kLossCount, "copy loss");
   s.copy(rank.host_decay.data(), decay, sizeof(float), "copy decay");
   s.set_scope("");
 }
@@ -297,8 +337,8 @@ void TensorSplit::backward_to_local4(int r) {
   const TensorSliceLayout& l = rank.layout;
   const std::size_t softmax = TensorSliceLayout::softmax_at();
   const std::size_t softmax_floats = l.local3_weights_at() - softmax;
-  float* grads = slices_.grads(r);
-  net.backward_layers(s, slices_.params(r) + softmax, model::kSoftmaxLinear,
+  float* grads = slices_.grads(rank.slice);
+  net.backward_layers(s, slices_.params(rank.slice) + softmax, model::kSoftmaxLinear,
                       model::kSoftmaxLinear, grads + softmax,
                       TensorSliceLayout::softmax_flat_offset(), softmax_floats,
                       TensorSliceLayout::softmax_flat_offset());
@@ -330,8 +370,8 @@ void TensorSplit::backward_to_cut(int r) {
   Stream& s = rank.stream();
   Network& net = rank.net();
   const TensorSliceLayout& l = rank.layout;
-  const float* p = slices_.params(r);
-  float* g = slices_.grads(r);
+  const float* p = slices_.params(rank.slice);
+  float* g = slices_.grads(rank.slice);
   const int c = rank.columns, rows = rows_;
   const bool hybrid = mode_ == TensorMode::kHybrid;
   const float* x = hybrid ? rank.gathered.as<float>() : net.layer_output(model::kPool2);
@@ -368,12 +408,9 @@ void TensorSplit::backward_to_cut(int r) {
   s.set_scope("");
 }
 
-void TensorSplit::f() {
-  std::vector<float*> partials;
-  for (auto& rank : ranks_) partials.push_back(rank->net().output_gradient(model::kPool2));
-  collective(TensorCollective::kF, [&] {
-    sum_->average(partials, static_cast<std::size_t>(batch_) * kIn3, streams_);  // a sum
-  });
+void TensorSplit::f(int only) {
+  sum_partials(TensorCollective::kF, only, static_cast<std::size_t>(batch_) * kIn3,
+               [](Rank& rank) { return rank.net().output_gradient(model::kPool2); });
 }
 
 void TensorSplit::reduce_scatter_pool2_gradient() {

@@ -78,6 +78,9 @@ const char* collective_scope(TensorCollective collective);
 /// the collectives that join the ranks.
 class TensorSplit {
  public:
+  /// g() and f() over every rank of this object (chapter 10's, and the mesh's one rank).
+  static constexpr int kEveryRank = -1;
+
   /// Rank r is towers[r] (its device, stream, Network, images and labels buffers; its
   /// Network's batch is b) and keeps slices.params(r), grads(r), averages(r).
   /// `collectives`: "ring" (any backend), "nccl" (cuda, one GPU per rank) or "auto" (NCCL
@@ -93,12 +96,25 @@ class TensorSplit {
   /// The bytes it moves are its own to count: wire_bytes() stays 0. Allocates as above.
   TensorSplit(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices,
               std::unique_ptr<AllReduce> sum, const std::string& collectives_name);
+  /// Tensor parallel on a pipeline stage (chapter 11's mesh, pp > 1): the stage holds
+  /// this process's one rank of the group, slices.params(0), and runs its micro-batches
+  /// on `stream` in `slots`, one Network of a micro-batch per micro-batch the schedule
+  /// stashes at once. Each slot is a "rank" r here with split activations of its own (its
+  /// h and dh live from its forward pass to its backward); every slot uses the one slice.
+  /// g(r) and f(r) join slot r with the other processes' ranks through `sum`. `slots`,
+  /// `stream` and `slices` must outlive this object. Allocates as above, per slot. The
+  /// stage calls forward_to_cut, g(r), forward_from_cut(r, labels, losses),
+  /// backward_to_local4, backward_to_cut and f(r); the layers before local3 are its own
+  /// (chapter 9's), so not forward_convolutions, backward_convolutions, update or loss.
+  TensorSplit(Stream& stream, const std::vector<std::unique_ptr<model::Network>>& slots,
+              TensorSlices& slices, std::unique_ptr<AllReduce> sum,
+              const std::string& collectives_name);
   ~TensorSplit();
 
   /// Which split.
   TensorMode mode() const { return mode_; }
-  /// Ranks (tensor parallel) or towers (hybrid).
-  int ranks() const { return static_cast<int>(towers_.size()); }
+  /// Ranks (tensor parallel), towers (hybrid) or a pipeline stage's slots.
+  int ranks() const { return static_cast<int>(ranks_.size()); }
   /// Images per rank's Network: b.
   int batch_size() const { return batch_; }
   /// Rows the split layers compute: b (tensor parallel) or N x b (hybrid).
@@ -121,8 +137,9 @@ class TensorSplit {
   void gather_activations();
   /// Rank r: local3's columns, relu(x W3_r + b3_r), then local4's partial sums h_r W4_r.
   void forward_to_cut(int r);
-  /// Tensor parallel's g: all-reduce (sum) of local4's partial outputs [b, 192].
-  void g();
+  /// Tensor parallel's g: all-reduce (sum) of local4's partial outputs [b, 192]; every
+  /// rank's, or with `only` >= 0 rank `only`'s alone (a pipeline stage's slot).
+  void g(int only = kEveryRank);
   /// Hybrid: reduce-scatter (sum) of local4's partial outputs [N b, 192]: each tower its
   /// own images' rows.
   void reduce_scatter_local4();
@@ -130,6 +147,10 @@ class TensorSplit {
   /// without weight decay (model::Network), and the decay of the rank's shards of
   /// local3's and local4's weights.
   void forward_from_cut(int r);
+  /// As forward_from_cut(r), the labels read from `labels` (b on r's device) and the
+  /// losses copied to `host_losses` (pinned, model::kLossCount): a pipeline stage's slot,
+  /// whose micro-batch changes from one use to the next.
+  void forward_from_cut(int r, const std::int32_t* labels, float* host_losses);
 
   // ---- The backward pass ----
   /// Rank r: softmax_linear's backward, local4's ReLU: the gradient of local4's sum z, and
@@ -141,8 +162,9 @@ class TensorSplit {
   /// in the hybrid divided by N: chapter 4's mean over towers), and local3's partial
   /// input gradient dh_r W3_r^T.
   void backward_to_cut(int r);
-  /// Tensor parallel's f: all-reduce (sum) of local3's partial input gradients [b, 2304].
-  void f();
+  /// Tensor parallel's f: all-reduce (sum) of local3's partial input gradients [b, 2304];
+  /// every rank's, or rank `only`'s alone, as g().
+  void f(int only = kEveryRank);
   /// Hybrid: reduce-scatter (sum) of them [N b, 2304]: each tower its own images' rows.
   void reduce_scatter_pool2_gradient();
   /// Rank r: pool2 .. conv1 backward (model::Network::backward_layers).
@@ -172,6 +194,11 @@ class TensorSplit {
   // Runs `call` with every rank's stream scoped as `collective`, and counts its bytes.
   template <typename Call>
   void collective(TensorCollective which, const Call& call);
+  // g's and f's sum of `floats` at `partial(rank)`: every rank's, or rank `only`'s.
+  template <typename Partial>
+  void sum_partials(TensorCollective which, int only, std::size_t floats, const Partial& partial);
+  // Rank r's activations of the split layers, on its stream (both constructors).
+  void allocate(Rank& rank);
   // Each rank's activations of the split layers, and its streams.
   void make_ranks(std::vector<std::unique_ptr<Tower>>& towers, TensorSlices& slices);
 

@@ -250,6 +250,18 @@ struct Row {
 // numbers chapters 8 and 10 printed at batch 2; the composed rows follow the same rules:
 // the tensor slice P = 109,450 + 958,848/t, ZeRO's shard ceil(P/dp), g and f over every
 // image once per data replica, a cut's activations and gradient once per replica and rank.
+// Beside a pipeline, the tensor ring (g and f, sized for f's pool2 gradient of one
+// micro-batch) is on the stage holding local3 and local4 alone: the stages before it run
+// whole on every tensor rank and sum nothing (PlanMatchesRun's 1x2x4, whose largest
+// communication is such a stage's, holds it to the run).
+TEST(MeshPlanForms, OnPipelineOnlyTheStageHoldingTheSplitHasATensorRing) {
+  const auto k = static_cast<std::size_t>(MemoryCategory::kCommunication);
+  const MeshPlan split = make_mesh_plan(mesh(1, 2, 2, 0, 1, 8));
+  const MeshPlan whole = make_mesh_plan(mesh(1, 1, 2, 0, 1, 8));
+  EXPECT_EQ(split.per_stage[0][k], whole.per_stage[0][k]);  // conv1-norm1: no ring
+  EXPECT_EQ(split.per_stage[1][k], whole.per_stage[1][k] + 4 * 8 * 2304 / 2);  // conv2..: f's half
+}
+
 TEST(MeshPlanForms, TheTableOfForms) {
   constexpr std::int64_t psi = 1068298;
   const std::int64_t iterator = 2 * kBatch * (4 * 1728 + 4);
@@ -306,22 +318,35 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(8, 1, 1, 3)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(1, 1, 4, 0, 4, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(2, 4, 1, 0)).numerics, NumericsClass::kWithinBound);
+  // A pipeline beside tensor parallelism: chapter 10's step cut between processes (one
+  // micro-batch, one replica: 10_tensor's bits, chapter11_run_test), else no bound yet.
+  const MeshPlan cut = make_mesh_plan(mesh(1, 2, 2, 0, 1, 8));
+  EXPECT_EQ(cut.numerics, NumericsClass::kWithinBound);
+  EXPECT_NE(cut.numerics_reference.find("10_tensor --collectives ring bit for bit"), std::string::npos);
+  const MeshPlan accumulating = make_mesh_plan(mesh(1, 2, 2, 0, 2, 8));
+  EXPECT_EQ(accumulating.numerics, NumericsClass::kWithinBound);
+  EXPECT_NE(accumulating.numerics_reference.find("no bound is stated"), std::string::npos);
   // Data x pipeline: bit for bit with two replicas (a + b); with three or more each
   // stage's ring adds in another order than chapter 4's whole-buffer ring.
   EXPECT_EQ(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).numerics, NumericsClass::kBitIdentical);
   EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 0, 2, 8)).numerics, NumericsClass::kWithinBound);
   EXPECT_EQ(make_mesh_plan(mesh(4, 1, 2, 0, 2, 8, model::Optimizer::kAdam)).numerics,
             NumericsClass::kWithinBound);
-  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with every
-  // optimizer, and every ZeRO stage on data parallelism alone (chapter11_run_test); nothing
-  // runs a pipeline beside tensor parallelism, nor ZeRO beside another dimension.
+  // 11_mesh's composed run holds data x tensor x pipeline at ZeRO-0 with every optimizer
+  // (a pipeline beside tensor parallelism with local3 to softmax_linear on one stage), and
+  // every ZeRO stage on data parallelism alone (chapter11_run_test); nothing runs ZeRO
+  // beside another dimension, nor a pipeline that cuts local3 from local4 beside --tp.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8, model::Optimizer::kMomentum)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(4, 1, 1, 2, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
   EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 4, 0, 2, 8, model::Optimizer::kAdam)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 5, 0, 2, 8)).held_by_run);
+  EXPECT_TRUE(split_layers_on_one_stage(4));
+  EXPECT_FALSE(split_layers_on_one_stage(5));
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
 }
@@ -412,8 +437,10 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            // cannot run yet is refused before it starts, saying what runs today.
            {"--dp 2", "start it with mpirun -n 2"},
            {"--pp 2", "start it with mpirun -n 2"},
-           {"--pp 2 --tp 2", "a pipeline beside tensor parallelism (--pp 2 with --tp 2) is "
-                             "planned, not run: add --plan"},
+           {"--pp 2 --tp 2", "start it with mpirun -n 4"},
+           {"--pp 5 --tp 2", "--pp 5 cuts between local3 and softmax_linear, and beside tensor "
+                             "parallelism (--tp 2) chapter 10's split needs local3, local4 and "
+                             "softmax_linear on one stage: that mesh is planned, not run"},
            {"--tp 2 --zero 1", "--zero 1 beside tensor parallelism is planned, not run: add --plan"},
            {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism alone"},
            {"--pp 2 --micro-batches 2 --zero 1",
@@ -441,9 +468,9 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
 TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; SGD, "
-                          "momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host "
-                          "backend)"),
+  EXPECT_NE(r.output.find("runs the composed mesh (data x tensor x pipeline, --pp at most 4 "
+                          "beside --tp; SGD, momentum or Adam; ZeRO-1 to 3 with data "
+                          "parallelism alone; host backend)"),
             std::string::npos) << r.output;
 }
 

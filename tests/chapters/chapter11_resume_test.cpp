@@ -3,11 +3,12 @@
 //
 //   - one rank of a mesh killed with SIGKILL mid-run (--fail-how kill), then --resume: the
 //     last checkpoint and --save-params equal an uninterrupted run's byte for byte, for
-//     data x tensor, data x pipeline and data alone (each kind of rank: its slice, its
-//     range, its copy, and its input restarted where the job stood, across an epoch), with
-//     SGD and with an optimizer that keeps state (momentum on data x tensor, Adam on data x
-//     pipeline, Adam at ZeRO-3 on data alone: the velocity or moments of every slice,
-//     range and shard put together in the file and taken back);
+//     data x tensor, data x pipeline, tensor x pipeline and data alone (each kind of rank:
+//     its slice, its range, its range of a slice, its copy, and its input restarted where
+//     the job stood, across an epoch), with SGD, and with an optimizer that keeps state
+//     (momentum on data x tensor, Adam on data x pipeline, Adam at ZeRO-3 on data alone:
+//     the velocity or moments of every slice, range and shard put together in the file and
+//     taken back);
 //   - a checkpoint is chapter 1's file: 01_single_gpu --resume continues it, bit for bit
 //     where the numerics class says so (a pipeline is 01_single_gpu --accumulate m), and
 //     08_sharded --resume continues one with Adam's moments, at another ZeRO stage, bit for
@@ -114,7 +115,7 @@ TEST_P(MeshKillNine, OneRankKilledThenResumeEndsByteForByteAsAnUninterruptedRun)
 INSTANTIATE_TEST_SUITE_P(
     Meshes, MeshKillNine,
     ::testing::Values(Mesh{2, 2, 1, 3, "data2_x_tensor2"}, Mesh{2, 1, 2, 1, "data2_x_pipeline2"},
-                      Mesh{2, 1, 1, 1, "data2"},
+                      Mesh{2, 1, 1, 1, "data2"}, Mesh{1, 2, 2, 3, "tensor2_x_pipeline2"},
                       Mesh{2, 2, 1, 1, "data2_x_tensor2_momentum", "--optimizer momentum"},
                       Mesh{2, 1, 2, 2, "data2_x_pipeline2_adam", "--optimizer adam"},
                       Mesh{2, 1, 1, 1, "data2_zero3_adam", "--zero 3 --optimizer adam"}),

@@ -3,7 +3,7 @@
 // the chapters it composes.
 //
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
-// runs today (data x tensor, data x pipeline; one with GPipe), and fourteen meshes with
+// runs today (data x tensor x pipeline; one with GPipe), and fifteen meshes with
 // momentum or Adam on every kind of rank and ZeRO-1 to 3 on data parallelism alone,
 // two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
@@ -18,8 +18,10 @@
 // tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the plan's
 // reference, chapter 4's towers each accumulating m micro-batches, bit for bit: with m = 1
 // that is chapter 5's ring itself, and for m > 1, which no program runs, the test writes
-// that reference out (towers_each_accumulating). Tensor parallelism with momentum or Adam
-// has no reference (no chapter trains the split with them): the plan says so.
+// that reference out (towers_each_accumulating). A pipeline beside tensor parallelism with
+// one micro-batch and one replica is 10_tensor with the ring, bit for bit (its stages cut
+// chapter 10's step between processes). Tensor parallelism with momentum or Adam has no
+// reference (no chapter trains the split with them): the plan says so.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "chapter10_helpers.hpp"
+#include "exact_resume.hpp"  // bytes_of
 #include "data/preprocess.hpp"
 #include "harness/input_queue.hpp"
 #include "harness/micro_batches.hpp"
@@ -83,13 +86,13 @@ void PrintTo(const Shape& s, std::ostream* out) {
        << s.optimizer;
 }
 
-// Every mesh of n devices the plan accepts that runs today: data x tensor (pp = 1) and
-// data x pipeline (tp = 1).
+// Every mesh of n devices the plan accepts that runs today (the plan says a run holds it):
+// data x tensor x pipeline, a pipeline beside --tp of at most 4 stages.
 std::vector<Shape> runnable_shapes(int n) {
   std::vector<Shape> shapes;
   for (const MeshConfig& c :
        mesh_shapes(n, MeshConfig{.micro_batches = kMicroBatches, .batch = kBatch})) {
-    if (c.pp == 1 || c.tp == 1) shapes.push_back({c.dp, c.tp, c.pp});
+    if (make_mesh_plan(c).held_by_run) shapes.push_back({c.dp, c.tp, c.pp});
   }
   return shapes;
 }
@@ -172,7 +175,8 @@ INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          ::testing::ValuesIn(shapes_of_1_2_4()),
                          shape_name);
 
-// The optimizers that keep state, on every kind of rank (ZeRO-0), and ZeRO-1 to 3 on data
+// The optimizers that keep state, on every kind of rank (ZeRO-0; a pipeline beside --tp too),
+// and ZeRO-1 to 3 on data
 // parallelism alone, every optimizer; three replicas shard Ψ unevenly (one element more
 // for the first shard), the largest device's shard then the plan's ceil(Ψ/3).
 std::vector<Shape> optimizer_and_zero_shapes() {
@@ -184,22 +188,23 @@ std::vector<Shape> optimizer_and_zero_shapes() {
       {3, 1, 1, "1f1b", 1, "momentum"}, {4, 1, 1, "1f1b", 1, "adam"},
       {2, 1, 1, "1f1b", 2, "adam"},     {3, 1, 1, "1f1b", 2, "sgd"},
       {2, 1, 1, "1f1b", 3, "momentum"}, {3, 1, 1, "1f1b", 3, "adam"},
+      {1, 2, 2, "gpipe", 0, "adam"},  // a pipeline beside --tp: the split stage's own state
   };
 }
 
 INSTANTIATE_TEST_SUITE_P(OptimizersAndZero, PlanMatchesRun,
                          ::testing::ValuesIn(optimizer_and_zero_shapes()), shape_name);
 
-// Eight ranks on the CI's two cores: about 10 s a shape; `-E EightDevices` leaves them out.
+// Eight ranks on the CI's two cores: about 10-15 s a shape; `-E EightDevices` leaves them out.
 INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(runnable_shapes(8)),
                          shape_name);
 
 TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
-  // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x1x4 and
-  // 2x1x2 with GPipe: what the first instantiation runs (1x2x2 is planned, not run).
-  EXPECT_EQ(shapes_of_1_2_4().size(), 10u);
-  // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x1x4, 1x8x1, 1x1x8.
-  EXPECT_EQ(runnable_shapes(8).size(), 7u);
+  // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x2x2, 1x1x4
+  // and 2x1x2 with GPipe: what the first instantiation runs.
+  EXPECT_EQ(shapes_of_1_2_4().size(), 11u);
+  // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x2x2, 2x1x4, 1x8x1, 1x4x2, 1x2x4, 1x1x8: all ten.
+  EXPECT_EQ(runnable_shapes(8).size(), 10u);
 }
 
 // --- The numerics class -----------------------------------------------------------------
@@ -215,6 +220,30 @@ TEST(MeshBits, TensorAloneIsChapter10sRingBitForBit) {
     ASSERT_EQ(b.exit_code, 0) << b.output;
     EXPECT_EQ(a.last("numerics"), "within_bound");  // of chapter 4; of chapter 10's ring: bits
     EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch10))) << "t = " << t;
+  }
+}
+
+// A pipeline beside tensor parallelism, one micro-batch, one replica: chapter 10's step
+// cut into stages, the convolutions run whole on every tensor rank and the split stage's
+// g and f over the tensor ring, so 10_tensor's bits. The checkpoint, put together from
+// every stage's and tensor rank's part (parameters, moving averages, input position), is
+// 10_tensor's file byte for byte. Two stages (the split on the second) and four (the
+// split on the fourth, two stages before it of pooling and norms, one without variables).
+TEST(MeshBits, PipelineByTensorIsChapter10sRingBitForBit) {
+  const std::filesystem::path ch10 = temp_file("ch10-pp-checkpoints");
+  const ProgramRun b = run("10_tensor", kSmall + "--backend host --collectives ring --devices 2 "
+                                                 "--tp 2 --checkpoint-dir " + ch10.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string expected = testing::bytes_of(ch10 / "model.ckpt-2");
+  ASSERT_FALSE(expected.empty());
+  for (int pp : {2, 4}) {
+    const std::filesystem::path mesh = temp_file("tp2-pp" + std::to_string(pp) + "-checkpoints");
+    const RankRun a = run_ranks("11_mesh", 2 * pp, "--tp 2 --pp " + std::to_string(pp) +
+                                                      " --micro-batches 1 " + kSmall +
+                                                      "--checkpoint-dir " + mesh.string());
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.last("numerics"), "within_bound");  // of chapter 4; of chapter 10's ring: bits
+    EXPECT_TRUE(testing::bytes_of(mesh / "model.ckpt-2") == expected) << "pp = " << pp;
   }
 }
 
