@@ -253,6 +253,27 @@ TEST(MeshCheckpoint, WithAdamIsChapter8sFileAndAnotherOptimizerIsRefused) {
   EXPECT_FALSE(fs::exists(three / model::checkpoint_name(4))) << "nothing written";
 }
 
+// Which meshes keep checkpoints is a positive list of those proven above: beside both
+// tensor and pipeline parallelism a stage's optimizer state is not put together yet, so
+// Adam there is refused before the run (said once, nothing made), and SGD there is not.
+TEST(MeshCheckpoint, AMeshNoTestProvesIsRefusedBeforeTheRunAndAProvenOneIsNot) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "ckpt";
+  const std::string mesh = "--tp 2 --pp 2 " + kPipeline + "--steps 1 --checkpoint-dir " +
+                           folder.string();
+  const RankRun adam = run_ranks("11_mesh", 4, mesh + " --optimizer adam", 60);
+  EXPECT_EQ(adam.exit_code, 2) << adam.output;
+  EXPECT_FALSE(has(adam, ": step ")) << "refused before step 0\n" << adam.output;
+  const std::string said = "not yet for --optimizer adam's state on a pipeline beside tensor parallelism";
+  const auto first = adam.output.find(said);
+  ASSERT_NE(first, std::string::npos) << adam.output;
+  EXPECT_EQ(adam.output.find(said, first + 1), std::string::npos) << "said once\n" << adam.output;
+  EXPECT_FALSE(fs::exists(folder)) << "the folder was made for a refused run";
+  const RankRun sgd = run_ranks("11_mesh", 4, mesh, 90);
+  EXPECT_EQ(sgd.exit_code, 0) << sgd.output;
+  EXPECT_TRUE(fs::exists(folder / model::checkpoint_name(1))) << sgd.output;
+}
+
 // A scheduler or a user may signal one rank alone: that rank finishes its step, the ranks
 // agree to stop after the same step, rank 0 saves it, and --resume continues as if
 // nothing had happened (chapter 5's stop, now on a pipeline's ranks).
