@@ -18,7 +18,9 @@
 // and their mean taken (the bits of 01_single_gpu --accumulate m). With dp > 1 the
 // stage's range of that mean is then averaged over the data communicator (the replicas'
 // same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
-// momentum's velocity and Adam's moments kept for that range alone).
+// momentum's velocity and Adam's moments kept for that range alone). With --zero 1 the
+// replicas' same stage shard that update instead (zero_one_update.hpp): each updates its
+// shard of the range between the data ring's two halves, its state kept for the shard.
 #include <mpi.h>
 
 #include <algorithm>
@@ -40,6 +42,7 @@
 #include "parallel/pipeline_schedule.hpp"
 #include "parallel/pipeline_split.hpp"
 #include "parallel/stage_variables.hpp"
+#include "zero_one_update.hpp"
 
 namespace towers {
 namespace {
@@ -69,14 +72,19 @@ class StageRank final : public MeshRank {
         schedule_(stage_schedule(c.schedule, {c.pp, c.micro_batches, 1}, stage_)),
         queue_(train, c.dp * c.batch, seed),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
-        replicas_(c.dp) {
+        replicas_(c.dp),
+        data_collectives_(c.zero == 1 ? 2 : 1) {
     const std::size_t param_bytes = model::kNumParameters * sizeof(float);
-    vars_.add_stage(device_, *stream_, range_);
+    // ZeRO-1 keeps its shard of the range's moving averages (zero_one_), not the range's.
+    vars_.add_stage(device_, *stream_, range_, /*keep_averages=*/c.zero == 0);
     vars_.load_from_host(state);
     // --optimizer's own state (none for SGD) for the range this stage updates, and only
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
     // has no one else's entries to leave room for.
-    optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
+    // (--zero 1: for its shard of the range alone, zero_one_'s below.)
+    if (c.zero == 0) {
+      optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
+    }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     grad_sum_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
     micro_grads_ = device_.allocate(param_bytes, MemoryCategory::kGradients);
@@ -107,7 +115,11 @@ class StageRank final : public MeshRank {
       host_all_images_.resize(images * c.dp);
       host_all_labels_.resize(static_cast<std::size_t>(c.batch) * c.dp);
     }
-    if (c.dp > 1 && range_.count > 0) {
+    if (c.zero == 1 && range_.count > 0) {
+      zero_one_ = std::make_unique<ZeroOneUpdate>(
+          device_, *stream_, mesh.data(), range_.count, c.optimizer,
+          state.moving_averages.data() + range_.offset, watchdog);
+    } else if (c.dp > 1 && range_.count > 0) {
       data_ = std::make_unique<MeshRing>(device_, mesh.data(), range_.count, Reduction::kMean,
                                          watchdog, "data ring");
     }
@@ -145,7 +157,11 @@ class StageRank final : public MeshRank {
       if (replicas_ > 1) {
         stream_->launch(
             "data ring (no variables on this stage)",
-            [this, step] { Watchdog::Scope mark(watchdog_, "data ring", step); },
+            [this, step] {  // --zero 1: the ring's two halves, two collectives
+              for (int half = 0; half < data_collectives_; ++half) {
+                Watchdog::Scope mark(watchdog_, "data ring", step);
+              }
+            },
             [](const CudaLaunchContext&) {
               throw std::logic_error("a stage rank's data ring mark ran on a GPU stream");
             });
@@ -155,12 +171,17 @@ class StageRank final : public MeshRank {
     const int count = static_cast<int>(range_.count);
     float* sum = grad_sum_.as<float>() + range_.offset;
     model::finish_gradient_mean(*stream_, count, micro_batches_, sum);
+    float* params = vars_.params(0) + range_.offset;
+    if (zero_one_) {  // the replicas' same stage meet, each updating its shard of the range
+      zero_one_->update(step, global_step, model::learning_rate(global_step, steps_per_decay_),
+                        model::moving_average_decay(global_step), sum, params);
+      return;
+    }
     if (data_) {  // the replicas' same stage meet: the mean of this range's gradients
       Stream* stream = stream_.get();
       data_->set_step(step);
       data_->average({&sum, 1}, range_.count, {&stream, 1});
     }
-    float* params = vars_.params(0) + range_.offset;
     optimizer_->apply(*stream_, global_step, model::learning_rate(global_step, steps_per_decay_),
                       sum, params);  // SGD: chapter 9's apply_gradients_range, the same op
     ops::ema_update(*stream_, count, model::moving_average_decay(global_step), params,
@@ -183,11 +204,13 @@ class StageRank final : public MeshRank {
     model::TrainingState mine;
     vars_.state_to_host(mine);  // this stage's range of both arrays
     gather(mine.params, whole.params);
-    gather(mine.moving_averages, whole.moving_averages);
+    // ZeRO-1's are shards, not put together (--save-params reads the parameters alone,
+    // and a checkpoint is refused: mesh_checkpoint_problem).
+    if (!zero_one_) gather(mine.moving_averages, whole.moving_averages);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
-    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    if (dimension == 0) return data_ ? data_->bytes_sent() : zero_one_ ? zero_one_->bytes_sent() : 0;
     return dimension == 2 ? pipeline_sent_.load() : 0;
   }
   Stream& stream() override { return *stream_; }
@@ -342,7 +365,9 @@ class StageRank final : public MeshRank {
   std::vector<std::int32_t> host_all_labels_;
   std::unique_ptr<MeshRing> data_;
   int replicas_;  // the data dimension's degree
+  int data_collectives_;  // the data ring's collectives per step: its halves apart at ZeRO-1
   std::unique_ptr<model::OptimizerState> optimizer_;
+  std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
   std::atomic<std::uint64_t> pipeline_sent_{0};
 };

@@ -13,7 +13,8 @@
 //                range of it, so a pipeline stage holds P too; --optimizer's own state
 //                (momentum's velocity, Adam's moments) only for that range. ZeRO on the
 //                data dimension shards P over dp as chapter 8 does (ceil(P/dp), the
-//                largest shard, is the largest device's), with chapter 8's transients:
+//                largest shard, is the largest device's; a pipeline stage's ZeRO-1 shards
+//                its range, ceil(range/dp)), with chapter 8's transients:
 //                the largest gradient bucket at stage 2, the whole gradient buffer and
 //                LayerGather's window at 3.
 //   activations  chapter 4's Network for the images a device sees (its batch b, or a
@@ -30,10 +31,10 @@
 //
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
 // the plan to its run category by category. A mesh of data x tensor or data x pipeline
-// (ZeRO-0, every optimizer) and data parallelism alone at every ZeRO stage run as
-// 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A pipeline
-// beside tensor parallelism, or ZeRO beside tensor or pipeline parallelism, has no run
-// yet: its plan composes the same forms, and `held_by_run` says so.
+// (ZeRO-0 and ZeRO-1, every optimizer) and data parallelism alone at every ZeRO stage run
+// as 11_mesh's composed run, and chapter11_run_test holds the plan to it the same way. A
+// pipeline beside tensor parallelism has no run yet: its plan composes the same forms, and
+// `held_by_run` says so.
 #pragma once
 
 #include <array>
@@ -101,7 +102,7 @@ struct MeshPlan {
   NumericsClass numerics = NumericsClass::kBitIdentical;
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
-  /// data x tensor or data x pipeline at ZeRO-0, or data parallelism alone at any ZeRO
+  /// data x tensor or data x pipeline at ZeRO-0 or 1, or data parallelism alone at any ZeRO
   /// stage (11_mesh's composed run, every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.

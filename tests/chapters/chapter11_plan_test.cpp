@@ -20,6 +20,7 @@
 #include "model/parameters.hpp"
 #include "network_activations.hpp"
 #include "parallel/mesh_plan.hpp"
+#include "parallel/pipeline_split.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
 #include "program.hpp"
@@ -312,9 +313,9 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 0, 2, 8)).numerics, NumericsClass::kWithinBound);
   EXPECT_EQ(make_mesh_plan(mesh(4, 1, 2, 0, 2, 8, model::Optimizer::kAdam)).numerics,
             NumericsClass::kWithinBound);
-  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 with every
-  // optimizer, and every ZeRO stage on data parallelism alone (chapter11_run_test); nothing
-  // runs a pipeline beside tensor parallelism, nor ZeRO beside another dimension.
+  // 11_mesh's composed run holds data x tensor and data x pipeline at ZeRO-0 and 1 with
+  // every optimizer, and every ZeRO stage on data parallelism alone (chapter11_run_test);
+  // nothing runs a pipeline beside tensor parallelism.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
@@ -322,8 +323,29 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_TRUE(make_mesh_plan(mesh(4, 1, 1, 2, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
   EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
   EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 1, 2, 8)).held_by_run);
+  // ZeRO-1 beside another dimension keeps ZeRO-0's numerics class: the same bits.
+  EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 1, 2, 8)).numerics, NumericsClass::kWithinBound);
+  EXPECT_EQ(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).numerics, NumericsClass::kBitIdentical);
+}
+
+// ZeRO-1 on a pipeline shards each stage's range over the replicas, not the whole model:
+// a stage keeps the moving averages and the optimizer's state of ceil(range / dp)
+// variables, and a stage without variables keeps none.
+TEST(MeshPlanForms, ZeroOneOnAPipelineShardsEachStagesRange) {
+  const auto stage_state = [](const MeshPlan& plan, int s) {
+    return plan.per_stage[static_cast<std::size_t>(s)]
+                         [static_cast<std::size_t>(MemoryCategory::kOptimizerState)];
+  };
+  const MeshPlan adam = make_mesh_plan(mesh(3, 1, 4, 1, 2, 8, model::Optimizer::kAdam));
+  const std::vector<StageLayers> split = default_split(4);
+  for (int s = 0; s < 4; ++s) {
+    const auto range = static_cast<std::int64_t>(stage_parameters(split[static_cast<std::size_t>(s)]).count);
+    EXPECT_EQ(stage_state(adam, s), 4 * 3 * ((range + 2) / 3)) << "stage " << s;
+  }
+  EXPECT_EQ(stage_state(adam, 1), 0) << "chapter 9's most even split of 4 has a stage of norms";
 }
 
 TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
@@ -414,10 +436,10 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            {"--pp 2", "start it with mpirun -n 2"},
            {"--pp 2 --tp 2", "a pipeline beside tensor parallelism (--pp 2 with --tp 2) is "
                              "planned, not run: add --plan"},
-           {"--tp 2 --zero 1", "--zero 1 beside tensor parallelism is planned, not run: add --plan"},
+           // ZeRO-1 beside tensor or pipeline parallelism runs: only the job's size is wrong.
+           {"--tp 2 --zero 1", "start it with mpirun -n 2"},
            {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism alone"},
-           {"--pp 2 --micro-batches 2 --zero 1",
-            "--zero 1 beside pipeline parallelism is planned, not run: add --plan"},
+           {"--pp 2 --micro-batches 2 --zero 1", "start it with mpirun -n 2"},
 #else
            // A build without MPI has no composed run: only --plan.
            {"--dp 2", "this build has no MPI"},
@@ -442,8 +464,8 @@ TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("runs the composed mesh (data x tensor or data x pipeline; SGD, "
-                          "momentum or Adam; ZeRO-1 to 3 with data parallelism alone; host "
-                          "backend)"),
+                          "momentum or Adam; ZeRO-1 beside either, ZeRO-2 and 3 with data "
+                          "parallelism alone; host backend)"),
             std::string::npos) << r.output;
 }
 

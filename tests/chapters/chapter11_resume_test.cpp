@@ -190,11 +190,13 @@ TEST(MeshCheckpoint, AnotherGlobalBatchIsRefusedBeforeStepZeroSayingWhatToDo) {
 
 // A checkpoint holds SGD's state: momentum's or Adam's state, or ZeRO's shards, would be
 // missing from it, and its resume would continue another run. Refused before anything is
-// written, with what to do, for each.
+// written, with what to do, for each: ZeRO-1 beside the tensor split or a pipeline too
+// (their shards of a slice or of a stage's range), where chapter 8 is no alternative.
 TEST(MeshCheckpoint, AnOptimizerWithStateOrZeroIsRefusedBeforeAnythingIsWritten) {
   data::testing::TempDir dir;
   const fs::path folder = dir.path() / "ckpt";
-  for (const std::string flags : {"--optimizer adam", "--optimizer momentum", "--zero 1"}) {
+  for (const std::string flags : {"--optimizer adam", "--optimizer momentum", "--zero 1",
+                                   "--tp 2 --zero 1", "--pp 2 --micro-batches 2 --zero 1"}) {
     const RankRun r = run_ranks("11_mesh", 2, "--dp 2 --batch-size 2 --steps 1 " + flags +
                                                   " --checkpoint-dir " + folder.string(), 60);
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
@@ -202,6 +204,10 @@ TEST(MeshCheckpoint, AnOptimizerWithStateOrZeroIsRefusedBeforeAnythingIsWritten)
     EXPECT_TRUE(has(r, "--checkpoint-dir: the composed run's checkpoints hold SGD's state"))
         << flags << "\n" << r.output;
     EXPECT_TRUE(has(r, "use --optimizer sgd --zero 0")) << flags << "\n" << r.output;
+    const bool chapter8 = flags.find("--tp") == std::string::npos &&
+                          flags.find("--pp") == std::string::npos;
+    EXPECT_EQ(has(r, "08_sharded"), chapter8) << flags << ": only a mesh 08_sharded runs\n"
+                                               << r.output;
     EXPECT_FALSE(fs::exists(folder)) << flags << ": nothing written";
   }
 }
