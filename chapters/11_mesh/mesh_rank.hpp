@@ -46,8 +46,9 @@ class MeshRank {
 /// Chapter 9's stage `mesh.at().pipeline` of `config` (pp > 1, tp = 1) on this process's
 /// device: its range of the variables, its activation slots, its mailboxes, the
 /// activations and gradients sent to its neighbours over the pipeline communicator, and
-/// with dp > 1 its range's gradients averaged over the data communicator. It takes its
-/// range of `state`, and its input starts at `state.input` when there is one.
+/// with dp > 1 its range's gradients averaged over the data communicator (--zero 1: its
+/// shard of the range updated between the data ring's halves, zero_one_update.hpp). It
+/// takes its range of `state`, and its input starts at `state.input` when there is one.
 std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watchdog,
                                           Runtime& runtime, const data::Dataset& train, const MeshConfig& config,
                                           const model::TrainingState& state, std::uint64_t seed);

@@ -3,8 +3,9 @@
 // one process per simulated device, one communicator per mesh dimension
 // (mpi/mesh_ranks.hpp).
 //
-// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 with SGD,
-// momentum or Adam, ZeRO-1 to 3 on data parallelism alone, the host backend. Each rank
+// What runs today: data x tensor (pp = 1) and data x pipeline (tp = 1), ZeRO-0 and ZeRO-1
+// with SGD, momentum or Adam, ZeRO-2 and 3 on data parallelism alone, the host backend
+// (ZeRO-1 beside tensor or pipeline parallelism: zero_one_update.hpp). Each rank
 // is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
 // model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's
