@@ -73,7 +73,7 @@ class StageRank final : public MeshRank {
         queue_(train, c.dp * c.batch, seed),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
         replicas_(c.dp),
-        data_collectives_(c.zero == 1 ? 2 : 1) {
+        zero_(c.zero) {
     const std::size_t param_bytes = model::kNumParameters * sizeof(float);
     // ZeRO-1 keeps its shard of the range's moving averages (zero_one_), not the range's.
     vars_.add_stage(device_, *stream_, range_, /*keep_averages=*/c.zero == 0);
@@ -158,7 +158,7 @@ class StageRank final : public MeshRank {
         stream_->launch(
             "data ring (no variables on this stage)",
             [this, step] {  // --zero 1: the ring's two halves, two collectives
-              for (int half = 0; half < data_collectives_; ++half) {
+              for (int half = 0; half < (zero_ == 1 ? 2 : 1); ++half) {
                 Watchdog::Scope mark(watchdog_, "data ring", step);
               }
             },
@@ -205,8 +205,9 @@ class StageRank final : public MeshRank {
     vars_.state_to_host(mine);  // this stage's range of both arrays
     gather(mine.params, whole.params);
     // ZeRO-1's are shards, not put together (--save-params reads the parameters alone,
-    // and a checkpoint is refused: mesh_checkpoint_problem).
-    if (!zero_one_) gather(mine.moving_averages, whole.moving_averages);
+    // and a checkpoint is refused: mesh_checkpoint_problem). Every stage alike, one
+    // without variables too: the gather is a collective over the pipeline.
+    if (zero_ == 0) gather(mine.moving_averages, whole.moving_averages);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -365,7 +366,7 @@ class StageRank final : public MeshRank {
   std::vector<std::int32_t> host_all_labels_;
   std::unique_ptr<MeshRing> data_;
   int replicas_;  // the data dimension's degree
-  int data_collectives_;  // the data ring's collectives per step: its halves apart at ZeRO-1
+  int zero_;  // --zero: at 1 the data ring's halves run apart, and the averages are shards
   std::unique_ptr<model::OptimizerState> optimizer_;
   std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
