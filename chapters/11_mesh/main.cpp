@@ -8,10 +8,11 @@
 // written from what chapters 8-10 allocate and send and held to their runs, to the byte,
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
 // Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
-// x tensor x pipeline with SGD, momentum or Adam, --pp at most 4 beside --tp; ZeRO-1 to 3
-// on data parallelism alone; the host backend; mesh_run.hpp), one process per device, one
-// communicator per dimension, and prints the plan beside what the run measured. What is
-// planned but not run yet (ZeRO beside tensor or pipeline parallelism, a pipeline cut
+// x tensor x pipeline with SGD, momentum or Adam, --pp at most 4 beside --tp; ZeRO-1
+// beside tensor or pipeline parallelism, ZeRO-1 to 3 on data parallelism alone; the host
+// backend; mesh_run.hpp), one process per device, one communicator per dimension, and
+// prints the plan beside what the run measured. What is planned but not run yet (ZeRO
+// beside both tensor and pipeline parallelism, ZeRO-2 and 3 beside either, a pipeline cut
 // between local3 and local4 beside tensor parallelism) is refused before the run starts.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
 // rank's part (--optimizer's state and ZeRO's shards too), with chapter 5's flags
@@ -90,8 +91,8 @@ void print_plan(const MeshPlan& plan) {
   std::printf("%s\n", plan.held_by_run
                           ? "held to a run: a program runs this mesh (a chapter, or 11_mesh's "
                             "composed run), and chapter 11's tests compare every category with it"
-                          : "not held to a run yet: no program runs this mesh (ZeRO beside tensor "
-                            "or pipeline parallelism, or a pipeline of 5 stages or more beside "
+                          : "not held to a run yet: no program runs this mesh (ZeRO beside "
+                            "both tensor and pipeline parallelism, or a pipeline of 5 stages or more beside "
                             "tensor parallelism); these numbers compose the 1-D forms");
 }
 
@@ -146,10 +147,10 @@ int main(int argc, char** argv) {
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor x pipeline, --pp at "
-               "most 4 beside --tp; SGD, momentum or Adam; ZeRO-1 to 3 with data parallelism "
-               "alone; host backend) and prints the plan beside what it measured; it saves and "
-               "resumes chapter 1's checkpoints (--checkpoint-dir, --resume), the optimizer's "
-               "state included (beside both --tp and --pp, SGD's alone)."};
+               "most 4 beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, ZeRO-1 "
+               "to 3 with data parallelism alone; host backend) and prints the plan beside what "
+               "it measured; it saves and resumes chapter 1's checkpoints (--checkpoint-dir, "
+               "--resume), the optimizer's state included, on the meshes its tests prove."};
   MeshConfig config;
   bool plan_only = false;
   int shapes_of = 0;
@@ -171,9 +172,9 @@ int main(int argc, char** argv) {
                  "pipeline degree: stages of chapter 9's most even split; at most 9 (the layers)")
       ->capture_default_str()->check(whole_number(1, 64, "stages"));
   app.add_option("--zero", config.zero,
-                 "ZeRO stage on the data dimension (chapter 8): 0..3; the plan takes 1 beside "
-                 "--tp or --pp, 2 and 3 with --tp 1 --pp 1 only; the composed run any stage with "
-                 "--tp 1 --pp 1 only")
+                 "ZeRO stage on the data dimension (chapter 8): 0..3; 1 beside --tp or --pp "
+                 "(each replica shards its slice or its stage's range), 2 and 3 with --tp 1 "
+                 "--pp 1 only")
       ->capture_default_str()->check(whole_number(0, kMaxZeroStage, "(a ZeRO stage: 0, 1, 2 or 3)"));
   app.add_option("--schedule", schedule_name, "pipeline schedule: gpipe or 1f1b")
       ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b"}));

@@ -49,11 +49,12 @@ class MeshRank {
 /// Chapter 9's stage `mesh.at().pipeline` of `config` (pp > 1) on this process's
 /// device: its range of the variables, its activation slots, its mailboxes, the
 /// activations and gradients sent to its neighbours over the pipeline communicator, and
-/// with dp > 1 its range's gradients averaged over the data communicator. With tp > 1 it
-/// keeps its variables in chapter 10's slice for its tensor index, and the stage that
-/// holds local3 and local4 runs chapter 10's split of them over the tensor communicator
-/// (stage_rank.cpp). It takes its part of `state`, and its input starts at `state.input`
-/// when there is one.
+/// with dp > 1 its range's gradients averaged over the data communicator (--zero 1: its
+/// shard of the range updated between the data ring's halves, zero_one_update.hpp). With
+/// tp > 1 it keeps its variables in chapter 10's slice for its tensor index, and the stage
+/// that holds local3 and local4 runs chapter 10's split of them over the tensor
+/// communicator (stage_rank.cpp). It takes its part of `state`, and its input starts at
+/// `state.input` when there is one.
 std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watchdog,
                                           Runtime& runtime, const data::Dataset& train, const MeshConfig& config,
                                           const model::TrainingState& state, std::uint64_t seed);

@@ -12,7 +12,9 @@
 //   TensorRank  (tp > 1, pp = 1)  chapter 10's rank t in a process of its own: its slice,
 //                                 the replica's batch, g and f over the tensor ring, then
 //                                 the slice's gradients averaged over the data ring, and
-//                                 --optimizer's update of the slice.
+//                                 --optimizer's update of the slice (--zero 1: the update
+//                                 of its shard between the ring's halves,
+//                                 zero_one_update.hpp).
 //   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp);
 //                                 with tp > 1 its variables a slice, and chapter 10's
 //                                 split on the stage holding local3 and local4.
@@ -59,6 +61,7 @@
 #include "parallel/tensor_split.hpp"
 #include "parallel/tower_loss_batch.hpp"
 #include "runtime/runtime.hpp"
+#include "zero_one_update.hpp"
 
 namespace towers {
 namespace {
@@ -142,7 +145,9 @@ class TensorRank final : public MeshRank {
              std::uint64_t seed)
       : mesh_(mesh),
         tower_(*set.towers[0]),
-        slices_({tower_.device}, {tower_.stream.get()}, c.tp, mesh.at().tensor),
+        // ZeRO-1 keeps its shard of the moving averages (zero_one_), not the slice's.
+        slices_({tower_.device}, {tower_.stream.get()}, c.tp, mesh.at().tensor,
+                /*keep_averages=*/c.zero == 0),
         // The replicas' batches, dp x b, as chapter 3's global batch: replica d's slice is
         // the examples chapter 5's shard d reads. On the host, as chapter 10's ranks read
         // their shared batch: nothing of it in the device's ledger.
@@ -151,8 +156,10 @@ class TensorRank final : public MeshRank {
         labels_(runtime.device(0).allocate_pinned(sizeof(std::int32_t) * c.dp * c.batch)),
         batch_(c.batch),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
-        // --optimizer's own state for the slice (none for SGD), beside its moving averages.
-        optimizer_(c.optimizer, *tower_.device, *tower_.stream, slices_.layout(0).size()) {
+        // --optimizer's own state for the slice (none for SGD), beside its moving averages;
+        // ZeRO-1 keeps it for its shard alone.
+        optimizer_(c.optimizer, *tower_.device, *tower_.stream,
+                   c.zero == 0 ? slices_.layout(0).size() : 0) {
     slices_.take_back(state.params.data(), state.moving_averages.data());
     if (!state.optimizer_state.empty()) restore_optimizer(state.optimizer_state);
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
@@ -162,7 +169,13 @@ class TensorRank final : public MeshRank {
         Reduction::kSum, watchdog, "tensor ring");
     tensor_ = tensor.get();
     split_ = std::make_unique<TensorSplit>(set.towers, slices_, std::move(tensor), "ring");
-    if (c.dp > 1) {
+    if (c.zero == 1) {  // the slice's moving averages start as the state's
+      std::vector<float> averages(slices_.layout(0).size());
+      slices_.layout(0).take(state.moving_averages.data(), averages.data());
+      zero_one_ = std::make_unique<ZeroOneUpdate>(*tower_.device, *tower_.stream, mesh.data(),
+                                                  averages.size(), c.optimizer, averages.data(),
+                                                  watchdog);
+    } else if (c.dp > 1) {
       data_ = std::make_unique<MeshRing>(*tower_.device, mesh.data(), slices_.layout(0).size(),
                                          Reduction::kMean, watchdog, "data ring");
     }
@@ -183,6 +196,12 @@ class TensorRank final : public MeshRank {
     s.backward_to_cut(0);
     s.f();
     s.backward_convolutions(0);
+    float* params = slices_.params(0);
+    if (zero_one_) {  // the replicas meet, each updating its shard of the slice
+      zero_one_->update(step, global_step, model::learning_rate(global_step, steps_per_decay_),
+                        model::moving_average_decay(global_step), slices_.grads(0), params);
+      return;
+    }
     if (data_) {  // the replicas meet: the mean of this slice's gradients
       float* grads = slices_.grads(0);
       Stream* stream = tower_.stream.get();
@@ -190,7 +209,6 @@ class TensorRank final : public MeshRank {
       data_->average({&grads, 1}, slices_.layout(0).size(), {&stream, 1});
     }
     // Chapter 10's update (SGD: the same op), by --optimizer, then the moving averages.
-    float* params = slices_.params(0);
     const int count = static_cast<int>(slices_.layout(0).size());
     optimizer_.apply(*tower_.stream, global_step,
                      model::learning_rate(global_step, steps_per_decay_), slices_.grads(0), params);
@@ -213,6 +231,10 @@ class TensorRank final : public MeshRank {
 
   void put_together(model::TrainingState& whole) override {
     gather(slices_.params(0), whole.params);
+    // ZeRO-1's moving averages and optimizer state are shards, not put together
+    // (--save-params reads the parameters alone, and a checkpoint is refused:
+    // mesh_checkpoint_problem).
+    if (zero_one_) return;
     gather(slices_.averages(0), whole.moving_averages);  // laid out as the parameters
     // --optimizer's own state, each of its arrays laid out as the parameters too.
     std::vector<float> part;
@@ -226,7 +248,7 @@ class TensorRank final : public MeshRank {
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
-    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    if (dimension == 0) return data_ ? data_->bytes_sent() : zero_one_ ? zero_one_->bytes_sent() : 0;
     return dimension == 1 ? tensor_->bytes_sent() : 0;
   }
   Stream& stream() override { return *tower_.stream; }
@@ -266,6 +288,7 @@ class TensorRank final : public MeshRank {
   std::unique_ptr<TensorSplit> split_;
   std::unique_ptr<MeshRing> data_;
   model::OptimizerState optimizer_;
+  std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
 };
 
 constexpr std::array<MemoryCategory, 7> kCategories = {
@@ -400,9 +423,9 @@ std::string mesh_rank_map(const MeshShape& shape) {
 
 std::string mesh_run_problem(const MeshConfig& c) {
   const std::string today = "the composed run covers data x tensor x pipeline today "
-                            "(--optimizer sgd, momentum or adam; --zero 0, and --zero 1 to 3 "
-                            "with data parallelism alone; --pp up to 4 beside --tp; the host "
-                            "backend); ";
+                            "(--optimizer sgd, momentum or adam; --zero 0, --zero 1 beside "
+                            "--tp or --pp, and --zero 1 to 3 with data parallelism alone; --pp "
+                            "up to 4 beside --tp; the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
   if (c.pp > 1 && c.tp > 1 && !split_layers_on_one_stage(c.pp)) {
     return today + "--pp " + std::to_string(c.pp) + " cuts between local3 and softmax_linear, "
@@ -410,9 +433,10 @@ std::string mesh_run_problem(const MeshConfig& c) {
            "split needs local3, local4 and softmax_linear on one stage: that mesh is planned, "
            "not run; use --pp 4 or fewer with --tp" + plan;
   }
-  if (c.zero > 0 && (c.tp > 1 || c.pp > 1)) {
-    return today + "--zero " + std::to_string(c.zero) + " beside " +
-           (c.tp > 1 ? "tensor" : "pipeline") + " parallelism is planned, not run" + plan;
+  if (c.zero > 0 && c.pp > 1 && c.tp > 1) {
+    return today + "--zero " + std::to_string(c.zero) + " beside both tensor and pipeline "
+           "parallelism is planned, not run; use --zero 0 there, or --zero 1 with --tp 1 or "
+           "--pp 1" + plan;
   }
   if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
   return "";

@@ -4,9 +4,10 @@
 // (mpi/mesh_ranks.hpp).
 //
 // What runs today: data x tensor x pipeline (a pipeline of at most 4 stages beside tensor
-// parallelism), ZeRO-0 with SGD, momentum or Adam, ZeRO-1 to 3 on data parallelism alone,
-// the host backend; each of them saves and resumes chapter 1's checkpoints, the
-// optimizer's state included (beside both tensor and pipeline parallelism, SGD's alone).
+// parallelism), ZeRO-0 with SGD, momentum or Adam, ZeRO-1 beside tensor or pipeline
+// parallelism (zero_one_update.hpp), ZeRO-1 to 3 on data parallelism alone, the host
+// backend. Chapter 1's checkpoints are saved and resumed, the optimizer's state included,
+// on the meshes chapter11_resume_test proves (mesh_checkpoint_problem).
 // Each rank is tensor rank t of stage p of data replica d (mesh_rank.hpp).
 // With t = p = 1 it is chapter 5's rank (its iterator reads the replica's shard, the whole
 // model, the all-reduce of the gradients), or with --zero or momentum or Adam chapter 8's

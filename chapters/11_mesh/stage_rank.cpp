@@ -18,7 +18,10 @@
 // and their mean taken (the bits of 01_single_gpu --accumulate m). With dp > 1 the
 // stage's range of that mean is then averaged over the data communicator (the replicas'
 // same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
-// momentum's velocity and Adam's moments kept for that range alone). A checkpoint puts
+// momentum's velocity and Adam's moments kept for that range alone). With --zero 1 (and
+// tp = 1) the replicas' same stage shard that update instead (zero_one_update.hpp): each
+// updates its shard of the range between the data ring's two halves, its state kept for
+// the shard. At ZeRO-0 a checkpoint puts
 // the stages' ranges of all of it together on world rank 0 (gather_state), and each
 // stage takes its range back from a resumed state (with tp = 1: beside tensor
 // parallelism the optimizer's state is not put together yet, and such checkpoints are
@@ -59,6 +62,7 @@
 #include "parallel/tensor_bytes.hpp"  // kTensorInputWidth
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
+#include "zero_one_update.hpp"
 
 namespace towers {
 namespace {
@@ -109,7 +113,8 @@ class StageRank final : public MeshRank {
         queue_(train, c.dp * c.batch, seed),
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
         replicas_(c.dp),
-        tensor_ranks_(c.tp) {
+        tensor_ranks_(c.tp),
+        zero_(c.zero) {
     // The variables: chapter 9's buffers of the whole model, or chapter 10's slice.
     std::size_t floats = model::kNumParameters;
     if (c.tp > 1) {
@@ -122,23 +127,27 @@ class StageRank final : public MeshRank {
       averages_ = slices_->averages(0);
       micro_grads_ = slices_->grads(0);
     } else {
-      vars_.add_stage(device_, *stream_, range_);
+      // ZeRO-1 keeps its shard of the range's moving averages (zero_one_), not the range's.
+      vars_.add_stage(device_, *stream_, range_, /*keep_averages=*/c.zero == 0);
       vars_.load_from_host(state);
       params_ = vars_.params(0);
-      averages_ = vars_.averages(0);
+      averages_ = vars_.averages(0);  // null at ZeRO-1
       micro_grads_buffer_ = device_.allocate(floats * sizeof(float), MemoryCategory::kGradients);
       micro_grads_ = micro_grads_buffer_.as<float>();
     }
     // --optimizer's own state (none for SGD) for the range this stage updates, and only
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
-    // has no one else's entries to leave room for.
-    optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
-    if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
-      // Beside tensor parallelism range_ is in the slice's layout, not the file's: such a
-      // checkpoint is refused before the run (mesh_checkpoint_problem), never read here.
-      if (slices_) throw std::logic_error("a stage beside --tp resumed an optimizer's state");
-      optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
-                          range_.offset);
+    // has no one else's entries to leave room for. (--zero 1: for its shard of the range
+    // alone, zero_one_'s below; its checkpoints are refused, mesh_checkpoint_problem.)
+    if (c.zero == 0) {
+      optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
+      if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
+        // Beside tensor parallelism range_ is in the slice's layout, not the file's: such a
+        // checkpoint is refused before the run (mesh_checkpoint_problem), never read here.
+        if (slices_) throw std::logic_error("a stage beside --tp resumed an optimizer's state");
+        optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
+                            range_.offset);
+      }
     }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     grad_sum_ = device_.allocate(floats * sizeof(float), MemoryCategory::kGradients);
@@ -177,7 +186,11 @@ class StageRank final : public MeshRank {
       host_all_images_.resize(images * c.dp);
       host_all_labels_.resize(static_cast<std::size_t>(c.batch) * c.dp);
     }
-    if (c.dp > 1 && range_.count > 0) {
+    if (c.zero == 1 && range_.count > 0) {
+      zero_one_ = std::make_unique<ZeroOneUpdate>(
+          device_, *stream_, mesh.data(), range_.count, c.optimizer,
+          state.moving_averages.data() + range_.offset, watchdog);
+    } else if (c.dp > 1 && range_.count > 0) {
       data_ = std::make_unique<MeshRing>(device_, mesh.data(), range_.count, Reduction::kMean,
                                          watchdog, "data ring");
     }
@@ -210,19 +223,25 @@ class StageRank final : public MeshRank {
     // The stage holding local3 entered its tensor ring twice per micro-batch (g and f).
     if (tensor_ranks_ > 1 && !split_) mark_place("tensor ring", step, 2 * micro_batches_);
     if (range_.count == 0) {  // a stage of pooling or norms alone: nothing to update
-      // ... and nothing to average, but the other stages' ranks enter their data ring here.
-      if (replicas_ > 1) mark_place("data ring", step, 1);
+      // ... and nothing to average, but the other stages' ranks enter their data ring here
+      // (--zero 1: its two halves, two collectives).
+      if (replicas_ > 1) mark_place("data ring", step, zero_ == 1 ? 2 : 1);
       return;
     }
     const int count = static_cast<int>(range_.count);
     float* sum = grad_sum_.as<float>() + range_.offset;
     model::finish_gradient_mean(*stream_, count, micro_batches_, sum);
+    float* params = params_ + range_.offset;
+    if (zero_one_) {  // the replicas' same stage meet, each updating its shard of the range
+      zero_one_->update(step, global_step, model::learning_rate(global_step, steps_per_decay_),
+                        model::moving_average_decay(global_step), sum, params);
+      return;
+    }
     if (data_) {  // the replicas' same stage meet: the mean of this range's gradients
       Stream* stream = stream_.get();
       data_->set_step(step);
       data_->average({&sum, 1}, range_.count, {&stream, 1});
     }
-    float* params = params_ + range_.offset;
     optimizer_->apply(*stream_, global_step, model::learning_rate(global_step, steps_per_decay_),
                       sum, params);  // SGD: chapter 9's apply_gradients_range, the same op
     ops::ema_update(*stream_, count, model::moving_average_decay(global_step), params,
@@ -252,6 +271,13 @@ class StageRank final : public MeshRank {
       return;
     }
     vars_.state_to_host(mine);  // this stage's range of the parameters and moving averages
+    if (zero_ == 1) {
+      // ZeRO-1's averages and optimizer state are shards, not put together (--save-params
+      // reads the parameters alone, and a checkpoint is refused: mesh_checkpoint_problem).
+      // Every stage alike, one without variables too: the gather is a collective.
+      gather(mine.params, whole.params);
+      return;
+    }
     const int parts = optimizer_->parts();  // and of --optimizer's own state
     mine.optimizer_state.resize(static_cast<std::size_t>(parts) * model::kNumParameters);
     for (int p = 0; p < parts; ++p) {
@@ -265,7 +291,7 @@ class StageRank final : public MeshRank {
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
-    if (dimension == 0) return data_ ? data_->bytes_sent() : 0;
+    if (dimension == 0) return data_ ? data_->bytes_sent() : zero_one_ ? zero_one_->bytes_sent() : 0;
     if (dimension == 1) return tensor_ ? tensor_->bytes_sent() : 0;
     return pipeline_sent_.load();
   }
@@ -475,7 +501,9 @@ class StageRank final : public MeshRank {
   std::unique_ptr<MeshRing> data_;
   int replicas_;      // the data dimension's degree
   int tensor_ranks_;  // the tensor dimension's
+  int zero_;          // --zero: at 1 the data ring's halves run apart, and the averages are shards
   std::unique_ptr<model::OptimizerState> optimizer_;
+  std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
   std::vector<MPI_Request> activation_requests_, gradient_requests_;
   std::atomic<std::uint64_t> pipeline_sent_{0};
 };

@@ -80,10 +80,15 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   // A pipeline stage keeps the moving averages in chapter 9's buffer of the whole P, but
   // --optimizer's own state (momentum's velocity, Adam's moments) only for the range it
   // updates: a buffer laid out as the parameters would hold nothing in the rest
-  // (stage_rank.cpp; the same floats the data dimension averages for the stage).
+  // (stage_rank.cpp; the same floats the data dimension averages for the stage). At
+  // ZeRO-1 a stage's replicas shard that range, not P: each keeps the moving averages and
+  // the optimizer's state of its shard of the range alone (zero_one_update.hpp).
   const int own = model::optimizer_own_floats(c.optimizer);
   std::int64_t optimizer_state = (1 + own) * (c.zero >= 1 ? shard : p);
   if (pipeline && c.zero == 0) optimizer_state = p + own * stage_state_floats(split[s], c.tp);
+  if (pipeline && c.zero == 1) {
+    optimizer_state = (1 + own) * largest_chunk(stage_state_floats(split[s], c.tp), c.dp);
+  }
   at(bytes, MemoryCategory::kOptimizerState) = kFloat * optimizer_state;
 
   // Activations: chapter 4's Network for the images the device sees.
@@ -255,10 +260,13 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
   // 11_mesh's composed run: data x tensor x pipeline at ZeRO-0 (a pipeline beside tensor
-  // parallelism where local3 to softmax_linear stay on one stage), and every ZeRO stage
-  // on data parallelism alone, with every optimizer (chapter11_run_test holds it).
-  const bool composed_run = (c.pp == 1 || c.tp == 1 || split_layers_on_one_stage(c.pp)) &&
-                            !c.hybrid && (c.zero == 0 || chapter8);
+  // parallelism where local3 to softmax_linear stay on one stage), ZeRO-1 beside tensor or
+  // pipeline parallelism, and every ZeRO stage on data parallelism alone, with every
+  // optimizer (chapter11_run_test holds it).
+  const bool one_beside_data = c.pp == 1 || c.tp == 1;
+  const bool composed_run =
+      (one_beside_data || split_layers_on_one_stage(c.pp)) && !c.hybrid &&
+      (c.zero == 0 || chapter8 || (c.zero == 1 && one_beside_data));
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;
@@ -335,6 +343,9 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   } else {
     plan.numerics_reference = "04_nccl_iterator with " + std::to_string(c.dp) +
                               " tower(s), every ZeRO stage (chapter8_test)";
+  }
+  if (c.zero == 1 && !chapter8) {  // the update moved between the ring's halves, nothing else
+    plan.numerics_reference += "; --zero 1 is --zero 0's bits (chapter11_run_test)";
   }
   if (!plan.held_by_run) plan.numerics_reference += "; composed mesh: a prediction";
   return plan;

@@ -13,7 +13,8 @@
 //                range of it, so a pipeline stage holds P too; --optimizer's own state
 //                (momentum's velocity, Adam's moments) only for that range. ZeRO on the
 //                data dimension shards P over dp as chapter 8 does (ceil(P/dp), the
-//                largest shard, is the largest device's), with chapter 8's transients:
+//                largest shard, is the largest device's; a pipeline stage's ZeRO-1 shards
+//                its range, ceil(range/dp)), with chapter 8's transients:
 //                the largest gradient bucket at stage 2, the whole gradient buffer and
 //                LayerGather's window at 3.
 //   activations  chapter 4's Network for the images a device sees (its batch b, or a
@@ -32,10 +33,11 @@
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
 // the plan to its run category by category. A mesh of data x tensor x pipeline (ZeRO-0,
 // every optimizer; with tp and pp both above 1 where local3 to softmax_linear stay on one
-// stage, pp <= 4) and data parallelism alone at every ZeRO stage run as 11_mesh's
-// composed run, and chapter11_run_test holds the plan to it the same way. ZeRO beside
-// tensor or pipeline parallelism, and a pipeline cut between local3 and local4 beside
-// tensor parallelism, have no run yet: their plan composes the same forms, and
+// stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism, and data parallelism
+// alone at every ZeRO stage run as 11_mesh's composed run, and chapter11_run_test holds
+// the plan to it the same way. ZeRO beside both tensor and pipeline parallelism, ZeRO 2-3
+// beside either, and a pipeline cut between local3 and local4 beside tensor parallelism
+// have no run yet: their plan composes the same forms, and
 // `held_by_run` says so.
 #pragma once
 
@@ -105,8 +107,8 @@ struct MeshPlan {
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
   /// data x tensor x pipeline at ZeRO-0 (split_layers_on_one_stage where tp and pp are
-  /// both above 1), or data parallelism alone at any ZeRO stage (11_mesh's composed run,
-  /// every optimizer).
+  /// both above 1), data x tensor or data x pipeline at ZeRO-1, or data parallelism alone
+  /// at any ZeRO stage (11_mesh's composed run, every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }

@@ -22,12 +22,15 @@ namespace towers {
 class StageVariables : public Placement {
  public:
   /// Adds the next stage: its `range`, its variables on `device` (kNumParameters floats
-  /// each, the ledger's parameters and optimizer state), copied through `stream`.
-  void add_stage(Device& device, Stream& stream, ParameterRange range);
+  /// each, the ledger's parameters and optimizer state), copied through `stream`. Without
+  /// `keep_averages` the stage's moving averages are kept elsewhere (chapter 11's ZeRO-1
+  /// keeps a shard of its range): none are allocated, averages(s) is null, and the state
+  /// is moved without them.
+  void add_stage(Device& device, Stream& stream, ParameterRange range, bool keep_averages = true);
 
   /// Stage `s`'s parameters, [kNumParameters] on its device (its range is its own).
   float* params(int s) { return stages_[s].params.as<float>(); }
-  /// Stage `s`'s moving averages, laid out as the parameters.
+  /// Stage `s`'s moving averages, laid out as the parameters (null when kept elsewhere).
   float* averages(int s) { return stages_[s].averages.as<float>(); }
   /// The range stage `s` owns.
   const ParameterRange& range(int s) const { return stages_[s].range; }

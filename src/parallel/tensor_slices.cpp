@@ -110,7 +110,7 @@ TensorSlices::TensorSlices(std::vector<Device*> devices, std::vector<Stream*> st
     : TensorSlices(devices, std::move(streams), static_cast<int>(devices.size()), 0) {}
 
 TensorSlices::TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams,
-                           int group_ranks, int first_rank)
+                           int group_ranks, int first_rank, bool keep_averages)
     : streams_(std::move(streams)) {
   const int ranks = static_cast<int>(devices.size());
   if (ranks == 0 || streams_.size() != devices.size()) {
@@ -122,7 +122,8 @@ TensorSlices::TensorSlices(std::vector<Device*> devices, std::vector<Stream*> st
     Device& device = *devices[static_cast<std::size_t>(r)];
     params_.push_back(device.allocate(bytes, MemoryCategory::kParameters));
     grads_.push_back(device.allocate(bytes, MemoryCategory::kGradients));
-    averages_.push_back(device.allocate(bytes, MemoryCategory::kOptimizerState));
+    averages_.push_back(keep_averages ? device.allocate(bytes, MemoryCategory::kOptimizerState)
+                                      : Buffer());
   }
 }
 
@@ -137,6 +138,7 @@ void TensorSlices::take_back(const float* params, const float* averages) {
     layout.take(params, staging_.data());
     stream.copy(this->params(r), staging_.data(), bytes, "take params");
     stream.synchronize();
+    if (this->averages(r) == nullptr) continue;  // kept elsewhere
     layout.take(averages, staging_.data());
     stream.copy(this->averages(r), staging_.data(), bytes, "take averages");
     stream.synchronize();
@@ -153,7 +155,7 @@ void TensorSlices::put_together(float* params, float* averages) {
     // the hybrid: all-reduced); rank 0's are taken.
     for (auto [host, device] : {std::pair{params, this->params(r)},
                                 std::pair{averages, this->averages(r)}}) {
-      if (host == nullptr) continue;
+      if (host == nullptr || device == nullptr) continue;
       stream.copy(staging_.data(), device, bytes, "put together");
       stream.synchronize();
       layout.put(staging_.data(), host, /*replicated=*/r == 0);

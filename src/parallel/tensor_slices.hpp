@@ -99,9 +99,12 @@ class TensorSlices : public Placement {
   TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams);
   /// Some ranks of a tensor group of `group_ranks`, the others in other processes
   /// (chapter 11's mesh): devices[i] holds the slice of rank first_rank + i. Throws
-  /// std::invalid_argument as TensorSliceLayout for ranks outside the group.
+  /// std::invalid_argument as TensorSliceLayout for ranks outside the group. Without
+  /// `keep_averages` the moving averages are kept elsewhere (chapter 11's ZeRO-1 keeps a
+  /// shard of them): none are allocated, averages() is null, and take_back() and
+  /// put_together() leave them out.
   TensorSlices(std::vector<Device*> devices, std::vector<Stream*> streams, int group_ranks,
-               int first_rank);
+               int first_rank, bool keep_averages = true);
 
   /// How many ranks.
   int ranks() const { return static_cast<int>(layouts_.size()); }
@@ -111,7 +114,7 @@ class TensorSlices : public Placement {
   float* params(int r) { return params_[static_cast<std::size_t>(r)].as<float>(); }
   /// Rank r's gradients, laid out as its parameters.
   float* grads(int r) { return grads_[static_cast<std::size_t>(r)].as<float>(); }
-  /// Rank r's moving averages, laid out as its parameters.
+  /// Rank r's moving averages, laid out as its parameters (null when kept elsewhere).
   float* averages(int r) { return averages_[static_cast<std::size_t>(r)].as<float>(); }
 
   std::string where() const override { return "a slice per tensor rank"; }

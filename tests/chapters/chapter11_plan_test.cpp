@@ -20,6 +20,7 @@
 #include "model/parameters.hpp"
 #include "network_activations.hpp"
 #include "parallel/mesh_plan.hpp"
+#include "parallel/pipeline_split.hpp"
 #include "parallel/tensor_slices.hpp"
 #include "parallel/tensor_split.hpp"
 #include "program.hpp"
@@ -333,9 +334,10 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_EQ(make_mesh_plan(mesh(4, 1, 2, 0, 2, 8, model::Optimizer::kAdam)).numerics,
             NumericsClass::kWithinBound);
   // 11_mesh's composed run holds data x tensor x pipeline at ZeRO-0 with every optimizer
-  // (a pipeline beside tensor parallelism with local3 to softmax_linear on one stage), and
-  // every ZeRO stage on data parallelism alone (chapter11_run_test); nothing runs ZeRO
-  // beside another dimension, nor a pipeline that cuts local3 from local4 beside --tp.
+  // (a pipeline beside tensor parallelism with local3 to softmax_linear on one stage),
+  // ZeRO-1 beside tensor or pipeline parallelism, and every ZeRO stage on data parallelism
+  // alone (chapter11_run_test); nothing runs ZeRO beside both, nor a pipeline that cuts
+  // local3 from local4 beside --tp.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
@@ -347,8 +349,29 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 5, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(split_layers_on_one_stage(4));
   EXPECT_FALSE(split_layers_on_one_stage(5));
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 1, 2, 8)).held_by_run);
+  // ZeRO-1 beside another dimension keeps ZeRO-0's numerics class: the same bits.
+  EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 1, 2, 8)).numerics, NumericsClass::kWithinBound);
+  EXPECT_EQ(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).numerics, NumericsClass::kBitIdentical);
+}
+
+// ZeRO-1 on a pipeline shards each stage's range over the replicas, not the whole model:
+// a stage keeps the moving averages and the optimizer's state of ceil(range / dp)
+// variables, and a stage without variables keeps none.
+TEST(MeshPlanForms, ZeroOneOnAPipelineShardsEachStagesRange) {
+  const auto stage_state = [](const MeshPlan& plan, int s) {
+    return plan.per_stage[static_cast<std::size_t>(s)]
+                         [static_cast<std::size_t>(MemoryCategory::kOptimizerState)];
+  };
+  const MeshPlan adam = make_mesh_plan(mesh(3, 1, 4, 1, 2, 8, model::Optimizer::kAdam));
+  const std::vector<StageLayers> split = default_split(4);
+  for (int s = 0; s < 4; ++s) {
+    const auto range = static_cast<std::int64_t>(stage_parameters(split[static_cast<std::size_t>(s)]).count);
+    EXPECT_EQ(stage_state(adam, s), 4 * 3 * ((range + 2) / 3)) << "stage " << s;
+  }
+  EXPECT_EQ(stage_state(adam, 1), 0) << "chapter 9's most even split of 4 has a stage of norms";
 }
 
 TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
@@ -441,10 +464,12 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            {"--pp 5 --tp 2", "--pp 5 cuts between local3 and softmax_linear, and beside tensor "
                              "parallelism (--tp 2) chapter 10's split needs local3, local4 and "
                              "softmax_linear on one stage: that mesh is planned, not run"},
-           {"--tp 2 --zero 1", "--zero 1 beside tensor parallelism is planned, not run: add --plan"},
+           {"--pp 2 --tp 2 --zero 1", "--zero 1 beside both tensor and pipeline parallelism is "
+                                      "planned, not run"},
+           // ZeRO-1 beside tensor or pipeline parallelism runs: only the job's size is wrong.
+           {"--tp 2 --zero 1", "start it with mpirun -n 2"},
            {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism alone"},
-           {"--pp 2 --micro-batches 2 --zero 1",
-            "--zero 1 beside pipeline parallelism is planned, not run: add --plan"},
+           {"--pp 2 --micro-batches 2 --zero 1", "start it with mpirun -n 2"},
 #else
            // A build without MPI has no composed run: only --plan.
            {"--dp 2", "this build has no MPI"},
@@ -469,7 +494,8 @@ TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("runs the composed mesh (data x tensor x pipeline, --pp at most 4 "
-                          "beside --tp; SGD, momentum or Adam; ZeRO-1 to 3 with data "
+                          "beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, ZeRO-1 "
+                          "to 3 with data "
                           "parallelism alone; host backend)"),
             std::string::npos) << r.output;
 }

@@ -274,6 +274,25 @@ TEST(MeshCheckpoint, AMeshNoTestProvesIsRefusedBeforeTheRunAndAProvenOneIsNot) {
   EXPECT_TRUE(fs::exists(folder / model::checkpoint_name(1))) << sgd.output;
 }
 
+// ZeRO-1 beside the tensor split or a pipeline keeps its shards of a slice's or a stage's
+// range of the moving averages and optimizer state, which no save puts together yet:
+// --checkpoint-dir there is refused before anything is written, with what to do, and
+// without offering 08_sharded, which runs neither.
+TEST(MeshCheckpoint, AnUnprovenMeshIsRefusedBeforeAnythingIsWritten) {
+  data::testing::TempDir dir;
+  const fs::path folder = dir.path() / "ckpt";
+  for (const std::string flags : {"--tp 2 --zero 1", "--pp 2 --micro-batches 2 --zero 1"}) {
+    const RankRun r = run_ranks("11_mesh", 2, "--dp 2 --batch-size 2 --steps 1 " + flags +
+                                                  " --checkpoint-dir " + folder.string(), 60);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_FALSE(has(r, ": step ")) << flags << ": refused before step 0\n" << r.output;
+    EXPECT_TRUE(has(r, "not yet for --zero 1 beside")) << flags << "\n" << r.output;
+    EXPECT_TRUE(has(r, "Drop --checkpoint-dir and the resume flags")) << flags << "\n" << r.output;
+    EXPECT_FALSE(has(r, "08_sharded")) << flags << ": 08_sharded runs neither\n" << r.output;
+    EXPECT_FALSE(fs::exists(folder)) << flags << ": nothing written";
+  }
+}
+
 // A scheduler or a user may signal one rank alone: that rank finishes its step, the ranks
 // agree to stop after the same step, rank 0 saves it, and --resume continues as if
 // nothing had happened (chapter 5's stop, now on a pipeline's ranks).

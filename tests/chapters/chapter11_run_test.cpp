@@ -3,8 +3,9 @@
 // the chapters it composes.
 //
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
-// runs today (data x tensor x pipeline; one with GPipe), and fifteen meshes with
-// momentum or Adam on every kind of rank and ZeRO-1 to 3 on data parallelism alone,
+// runs today (data x tensor x pipeline; one with GPipe), and eighteen meshes with
+// momentum or Adam on every kind of rank, ZeRO-1 to 3 on data parallelism alone and
+// ZeRO-1 beside tensor and pipeline parallelism (and 2x1x4 at ZeRO-1 among the eight),
 // two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
@@ -12,7 +13,8 @@
 // The numerics class: tensor parallelism alone is chapter 10's 10_tensor with the ring, bit
 // for bit (the same sums in the same order, now between processes); data parallelism
 // alone is chapter 5's 05_ranks with the ring, bit for bit, and with ZeRO-1 to 3 or
-// momentum or Adam chapter 8's 08_sharded, bit for bit; the pipeline alone chapter 9's
+// momentum or Adam chapter 8's 08_sharded, bit for bit; ZeRO-1 beside tensor or pipeline
+// parallelism is the same mesh at ZeRO-0, bit for bit; the pipeline alone chapter 9's
 // 09_pipeline --model cifar, bit for bit, and with momentum or Adam (one micro-batch)
 // 08_sharded's one tower; data x tensor stays within chapter 10's bound of chapter 5 (the
 // tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the plan's
@@ -132,12 +134,10 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
          (std::string(s.optimizer) != "sgd" ? "_" + std::string(s.optimizer) : "");
 }
 
-class PlanMatchesRun : public ::testing::TestWithParam<Shape> {};
-
-TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
-  const Shape s = GetParam();
+// The run `r` of mesh `s` (args_of(s) + kSmall, maybe more flags that change nothing it
+// holds or sends, such as --save-params) held to the plan of `s`.
+void expect_run_holds_plan(const Shape& s, const RankRun& r) {
   const MeshPlan plan = make_mesh_plan(config_of(s));
-  const RankRun r = run_ranks("11_mesh", s.dp * s.tp * s.pp, args_of(s) + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     const auto category = static_cast<MemoryCategory>(c);
@@ -171,14 +171,25 @@ TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
   }
 }
 
+class PlanMatchesRun : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(PlanMatchesRun, EveryCategoryToTheByteAndEveryDimensionsWire) {
+  const Shape s = GetParam();
+  expect_run_holds_plan(s, run_ranks("11_mesh", s.dp * s.tp * s.pp, args_of(s) + kSmall));
+}
+
 INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          ::testing::ValuesIn(shapes_of_1_2_4()),
                          shape_name);
 
-// The optimizers that keep state, on every kind of rank (ZeRO-0; a pipeline beside --tp too),
-// and ZeRO-1 to 3 on data
-// parallelism alone, every optimizer; three replicas shard Ψ unevenly (one element more
-// for the first shard), the largest device's shard then the plan's ceil(Ψ/3).
+// The optimizers that keep state, on every kind of rank (ZeRO-0; a pipeline beside --tp
+// too), ZeRO-1 to 3 on data parallelism alone, every optimizer, and ZeRO-1 beside the
+// tensor split (each rank's slice sharded over the replicas) and beside a pipeline (each
+// stage's range sharded); three replicas shard Ψ unevenly (one element more for the
+// first shard), the largest device's shard then the plan's ceil(Ψ/3) (ZeRO-1 with three
+// replicas beside tensor and pipeline parallelism:
+// MeshBits.ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit holds its runs to the plan
+// too).
 std::vector<Shape> optimizer_and_zero_shapes() {
   return {
       {2, 1, 1, "1f1b", 0, "momentum"}, {2, 1, 1, "1f1b", 0, "adam"},
@@ -189,19 +200,32 @@ std::vector<Shape> optimizer_and_zero_shapes() {
       {2, 1, 1, "1f1b", 2, "adam"},     {3, 1, 1, "1f1b", 2, "sgd"},
       {2, 1, 1, "1f1b", 3, "momentum"}, {3, 1, 1, "1f1b", 3, "adam"},
       {1, 2, 2, "gpipe", 0, "adam"},  // a pipeline beside --tp: the split stage's own state
+      {1, 2, 1, "1f1b", 1, "sgd"},      {2, 2, 1, "1f1b", 1, "adam"},
+      {2, 1, 2, "gpipe", 1, "momentum"},
   };
 }
 
 INSTANTIATE_TEST_SUITE_P(OptimizersAndZero, PlanMatchesRun,
                          ::testing::ValuesIn(optimizer_and_zero_shapes()), shape_name);
 
-// Eight ranks on the CI's two cores: about 10-15 s a shape; `-E EightDevices` leaves them out.
-INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(runnable_shapes(8)),
+// Every mesh of eight that runs at ZeRO-0, and 2x1x4 at ZeRO-1: its second stage has no
+// variables and marks both of the data ring's halves on the progress board (with one
+// mark the other ranks waited 10 s at the end, and this test saw it). Eight ranks on the
+// CI's two cores: about 10-15 s a shape; `-E EightDevices` leaves them out.
+std::vector<Shape> eight_device_shapes() {
+  std::vector<Shape> shapes = runnable_shapes(8);
+  shapes.push_back({2, 1, 4, "1f1b", 1, "sgd"});
+  return shapes;
+}
+INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(eight_device_shapes()),
                          shape_name);
 
 TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
   // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x2x2, 1x1x4
-  // and 2x1x2 with GPipe: what the first instantiation runs.
+  // and 2x1x2 with GPipe: what the first instantiation runs. Eighteen with optimizers
+  // and ZeRO; and 2x1x4 at ZeRO-1 among the eight.
+  EXPECT_EQ(optimizer_and_zero_shapes().size(), 18u);
+  EXPECT_EQ(eight_device_shapes().size(), 11u);
   EXPECT_EQ(shapes_of_1_2_4().size(), 11u);
   // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x2x2, 2x1x4, 1x8x1, 1x4x2, 1x2x4, 1x1x8: all ten.
   EXPECT_EQ(runnable_shapes(8).size(), 10u);
@@ -285,6 +309,34 @@ TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
   }
   // The optimizer is the one asked for: Adam's steps are not SGD's.
   EXPECT_FALSE(same_bits(params[2], params[3]));
+}
+
+// ZeRO-1 beside the tensor split and beside a pipeline: the same mesh at ZeRO-0, bit for
+// bit. The update moved between the data ring's two halves, cut into the chunks the
+// ZeRO-0 ring cuts from the same buffer (a tensor rank's slice, a stage's range), and
+// every rule is element-wise. Three replicas, so that each chunk is added in its own
+// order: halves cut from another buffer (the whole model, say) would round otherwise.
+// Each ZeRO-1 run is held to its plan as PlanMatchesRun holds the others (three replicas:
+// the uneven shards of a slice and of a stage's range). 1x1x4: one replica, no data ring
+// and its shard the whole range, and a stage of norms, which keeps no state at all.
+TEST(MeshBits, ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit) {
+  for (const Shape& one : {Shape{3, 2, 1, "1f1b", 1, "adam"}, Shape{3, 1, 2, "1f1b", 1, "momentum"},
+                           Shape{1, 1, 4, "1f1b", 1, "adam"}}) {
+    Shape zero = one;
+    zero.zero = 0;
+    std::vector<std::vector<float>> params;
+    for (const Shape& s : {zero, one}) {
+      const auto file = temp_file("bits-" + shape_name({s, 0}));
+      const RankRun r = run_ranks("11_mesh", s.dp * s.tp * s.pp,
+                                  args_of(s) + kSmall + "--save-params " + file.string());
+      if (s.zero == 1) expect_run_holds_plan(s, r);
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      params.push_back(saved_params(file));
+    }
+    EXPECT_TRUE(same_bits(params[0], params[1])) << shape_name({one, 0});
+    // And the run trained: the update is not lost on either side.
+    EXPECT_FALSE(same_bits(params[1], fresh_state(1).params)) << shape_name({one, 0});
+  }
 }
 
 // A pipeline of one micro-batch computes chapter 1's gradients (chapter 9), and each stage

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+#include "zero_one_update.hpp"
+
+#include "model/ops.hpp"
+#include "mpi/mpi_check.hpp"
+#include "parallel/one_device_variables.hpp"  // copy_from_host
+
+namespace towers {
+namespace {
+
+// This rank's shard of `count` variables over the replicas of `data`: the chunk the
+// ring's reduce-scatter leaves it (MeshShards::shard), all of them with one replica.
+Chunk shard_of(MPI_Comm data, std::size_t count) {
+  int ranks = 1, rank = 0;
+  MPI_CHECK(MPI_Comm_size(data, &ranks));
+  MPI_CHECK(MPI_Comm_rank(data, &rank));
+  return ring_chunk(count, ranks, (rank + 1) % ranks);
+}
+
+int ranks_of(MPI_Comm data) {
+  int ranks = 1;
+  MPI_CHECK(MPI_Comm_size(data, &ranks));
+  return ranks;
+}
+
+}  // namespace
+
+ZeroOneUpdate::ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std::size_t count,
+                             model::Optimizer optimizer, const float* averages, Watchdog& watchdog)
+    : stream_(stream),
+      count_(count),
+      // One replica has nothing to meet: the plan counts no data ring beside a tensor
+      // rank's or a stage's, as at ZeRO-0.
+      halves_(ranks_of(data) > 1
+                  ? std::make_unique<MeshShards>(device, data, count, watchdog, "data ring")
+                  : nullptr),
+      shard_(shard_of(data, count)),
+      optimizer_(optimizer, device, stream, shard_.size) {
+  if (shard_.size == 0) return;
+  averages_ = device.allocate(shard_.size * sizeof(float), MemoryCategory::kOptimizerState);
+  copy_from_host(stream, averages_.as<float>(), averages + shard_.offset, shard_.size);
+  stream.synchronize();
+}
+
+void ZeroOneUpdate::update(int step, std::int64_t global_step, float learning_rate, float decay,
+                           float* grads, float* params) {
+  Stream* stream = &stream_;
+  if (halves_) {  // the mean of this rank's shard
+    halves_->set_step(step);
+    halves_->reduce_scatter({&grads, 1}, count_, {&stream, 1});
+  }
+  // Chapter 8's ZeRO-1 update, on the shard alone.
+  float* shard = params + shard_.offset;
+  optimizer_.apply(stream_, global_step, learning_rate, grads + shard_.offset, shard);
+  ops::ema_update(stream_, static_cast<int>(shard_.size), decay, shard, averages_.as<float>());
+  if (halves_) halves_->all_gather({&params, 1}, count_, {&stream, 1});
+}
+
+}  // namespace towers

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// ZeroOneUpdate: ZeRO-1 on the data dimension for the variables one rank of the mesh
+// updates, a tensor rank's slice (mesh_run.cpp) or a pipeline stage's range
+// (stage_rank.cpp), called at the rank's update point.
+//
+// At ZeRO-0 those ranks average their variables' gradients over the data communicator
+// (MeshRing: the ring's reduce-scatter, then its all-gather) and every replica updates all
+// of them. ZeRO-1 puts the update between the ring's two halves, as chapter 8 does for the
+// whole model: the reduce-scatter leaves this rank the mean of its shard of the variables
+// (ring_chunk(count, dp, rank + 1), MeshShards), --optimizer's rule and the moving
+// averages run on that shard alone, their state kept for it alone (the ledger's optimizer
+// state, (1 + own) x ceil(count / dp) floats on the largest shard), and the all-gather
+// hands every replica every updated shard. The chunks are the ones MeshRing's all-reduce
+// cuts and every rule is element-wise, so the parameters are ZeRO-0's bits
+// (chapter11_run_test); the bytes on the wire are the all-reduce's, 2(dp-1) x count floats
+// over the replicas. With one replica there is no ring: the shard is every variable.
+// Host backend, as MeshShards. Used from the training thread. Introduced in chapter 11.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "model/optimizer_kind.hpp"
+#include "model/optimizer_state.hpp"
+#include "mpi/watchdog.hpp"
+#include "parallel/allreduce.hpp"  // Chunk
+#include "parallel/mesh_shards.hpp"
+#include "runtime/runtime.hpp"
+
+namespace towers {
+
+/// ZeRO-1 over the data communicator for `count` variables this rank updates.
+class ZeroOneUpdate {
+ public:
+  /// Joins the ranks of `data` (the replicas of this rank's slice or stage; errors
+  /// returned) for `count` variables, whose moving averages start at `averages` (host,
+  /// `count` floats laid out as the variables). Allocates on `device` this rank's shard of
+  /// the moving averages and --optimizer's own state for it (MemoryCategory::
+  /// kOptimizerState), and with more than one replica the ring's receive buffer
+  /// (MeshShards: communication). Copies through `stream`, and waits.
+  ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std::size_t count,
+                model::Optimizer optimizer, const float* averages, Watchdog& watchdog);
+
+  /// Enqueues on the stream step `step`'s (global step `global_step`) update of the
+  /// `count` variables at `params` from the replica's gradients at `grads` (both on the
+  /// device, laid out alike): the mean of this rank's shard over the replicas, the update
+  /// and moving averages of the shard at `learning_rate` and `decay`, every replica's
+  /// shard of the parameters gathered. Afterwards `params` is every replica's, `grads`
+  /// scratch.
+  void update(int step, std::int64_t global_step, float learning_rate, float decay,
+              float* grads, float* params);
+
+  /// The variables this rank updates (and keeps the state of), of the `count`.
+  Chunk shard() const { return shard_; }
+  /// Bytes this rank has sent so far on the data dimension (read after the stream has
+  /// finished).
+  std::uint64_t bytes_sent() const { return halves_ ? halves_->bytes_sent() : 0; }
+
+ private:
+  Stream& stream_;
+  std::size_t count_;
+  std::unique_ptr<MeshShards> halves_;  // null with one replica
+  Chunk shard_;
+  model::OptimizerState optimizer_;
+  Buffer averages_;  // the shard's moving averages
+};
+
+}  // namespace towers
