@@ -532,6 +532,9 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const 
   const bool pipeline = c.pp > 1;
   double offset_us = 0, bubble = 0;
   if (pipeline) {
+    // Every wait of the run is under the watchdog, so that a rank that never comes is named
+    // and the job ends, not only the steps' collectives: these before step 0 too.
+    Watchdog::Scope waiting(watchdog, "the clocks' exchange before step 0", -1);
     offset_us = clock_offset_us(job, runtime->trace());
     runtime->trace().set_enabled(true);
   }
@@ -549,8 +552,14 @@ int run_mesh(MpiJob& job, const MeshConfig& c, const MeshRunFlags& flags, const 
     maybe_fail(faults, job, step);  // test hook; nothing unless --fail-rank
     rank->enqueue(step, global_step);
     rank->stream().synchronize();
-    if (pipeline) bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
-    loss = rank->loss();
+    if (pipeline) {
+      Watchdog::Scope waiting(watchdog, "the MPI_Allreduce of the bubble", step);
+      bubble = measured_bubble(job, runtime->trace(), rank->stream(), offset_us);
+    }
+    {  // a tensor rank's loss adds its group's decays (a collective)
+      Watchdog::Scope waiting(watchdog, "the loss's gather", step);
+      loss = rank->loss();
+    }
     {  // Log the last replica's loss, as chapter 5 logs its last rank's.
       Watchdog::Scope waiting(watchdog, "MPI_Bcast of the loss", step);
       MPI_CHECK(MPI_Bcast(&loss, 1, MPI_FLOAT, job.size() - 1, job.comm()));

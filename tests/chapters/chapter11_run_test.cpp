@@ -233,6 +233,25 @@ TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
 
 // --- The numerics class -----------------------------------------------------------------
 
+// A mesh of `ranks` processes (11_mesh with `mesh`) and chapter 5 with `replicas` ranks
+// (05_ranks --allreduce ring), each run at kSmall and saving its parameters: whether
+// they are the same bits, the mesh's numerics class beside it.
+struct AgainstChapter5 {
+  bool same = false;
+  std::string numerics;
+};
+AgainstChapter5 mesh_against_chapter5(int ranks, const std::string& mesh, int replicas,
+                                      const std::string& name) {
+  const auto mine = temp_file(name), ch5 = temp_file("ch5-" + name);
+  const RankRun a = run_ranks("11_mesh", ranks, mesh + kSmall + "--save-params " + mine.string());
+  const RankRun b = run_ranks("05_ranks", replicas, kSmall + "--backend host --allreduce ring "
+                                                             "--save-params " + ch5.string());
+  EXPECT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  if (a.exit_code != 0 || b.exit_code != 0) return {};
+  return {same_bits(saved_params(mine), saved_params(ch5)), a.last("numerics")};
+}
+
 TEST(MeshBits, TensorAloneIsChapter10sRingBitForBit) {
   for (int t : {2, 3}) {  // 3: the ring adds three parts, and the order decides the bits
     const auto mesh = temp_file("tp" + std::to_string(t)), ch10 = temp_file("ch10-" + std::to_string(t));
@@ -272,14 +291,9 @@ TEST(MeshBits, PipelineByTensorIsChapter10sRingBitForBit) {
 }
 
 TEST(MeshBits, DataAloneIsChapter5sRingBitForBit) {
-  const auto mesh = temp_file("dp2"), ch5 = temp_file("ch5-2");
-  const RankRun a = run_ranks("11_mesh", 2, mesh_args(2, 1) + kSmall + "--save-params " + mesh.string());
-  const RankRun b = run_ranks("05_ranks", 2, kSmall + "--backend host --allreduce ring --save-params " +
-                                                 ch5.string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  EXPECT_EQ(a.last("numerics"), "bit_identical");
-  EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+  const AgainstChapter5 run = mesh_against_chapter5(2, mesh_args(2, 1), 2, "dp2");
+  EXPECT_EQ(run.numerics, "bit_identical");
+  EXPECT_TRUE(run.same);
 }
 
 // Chapter 8's rank, one per process: every ZeRO stage with each optimizer is 08_sharded's
@@ -464,15 +478,10 @@ std::vector<float> towers_each_accumulating(int micro_batches, int batch, int st
 
 TEST(MeshBits, DataByPipelineIsChapter5sRingWithOneMicroBatchBitForBit) {
   // m = 1: each replica's pipeline is one forward and backward, chapter 5's rank's.
-  const auto mesh = temp_file("dp2-pp2-m1"), ch5 = temp_file("ch5-dp2-pp2");
-  const RankRun a = run_ranks("11_mesh", 4, "--dp 2 --pp 2 --micro-batches 1 " + kSmall +
-                                                "--save-params " + mesh.string());
-  const RankRun b = run_ranks("05_ranks", 2, kSmall + "--backend host --allreduce ring --save-params " +
-                                                 ch5.string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  EXPECT_EQ(a.last("numerics"), "bit_identical");
-  EXPECT_TRUE(same_bits(saved_params(mesh), saved_params(ch5)));
+  const AgainstChapter5 run =
+      mesh_against_chapter5(4, "--dp 2 --pp 2 --micro-batches 1 ", 2, "dp2-pp2-m1");
+  EXPECT_EQ(run.numerics, "bit_identical");
+  EXPECT_TRUE(run.same);
 }
 
 // Three replicas or more: each stage's data ring cuts its chunks from the stage's own
@@ -480,16 +489,11 @@ TEST(MeshBits, DataByPipelineIsChapter5sRingWithOneMicroBatchBitForBit) {
 // another order and the bits differ. The plan says so (within_bound, a prediction); this
 // is what showed it claiming bit_identical before.
 TEST(MeshBits, DataByPipelineWithThreeReplicasAddsInAnotherOrderThanChapter5) {
-  const auto mesh = temp_file("dp3-pp2-m1"), ch5 = temp_file("ch5-dp3");
-  const RankRun a = run_ranks("11_mesh", 6, "--dp 3 --pp 2 --micro-batches 1 " + kSmall +
-                                                "--save-params " + mesh.string());
-  const RankRun b = run_ranks("05_ranks", 3, kSmall + "--backend host --allreduce ring --save-params " +
-                                                 ch5.string());
-  ASSERT_EQ(a.exit_code, 0) << a.output;
-  ASSERT_EQ(b.exit_code, 0) << b.output;
-  EXPECT_EQ(a.last("numerics"), "within_bound");
-  EXPECT_FALSE(same_bits(saved_params(mesh), saved_params(ch5)))
-      << "the same bits: the plan could say bit_identical for three replicas again";
+  const AgainstChapter5 run =
+      mesh_against_chapter5(6, "--dp 3 --pp 2 --micro-batches 1 ", 3, "dp3-pp2-m1");
+  ASSERT_FALSE(run.numerics.empty());  // both ran
+  EXPECT_EQ(run.numerics, "within_bound");
+  EXPECT_FALSE(run.same) << "the same bits: the plan could say bit_identical for three replicas again";
 }
 
 TEST(MeshBits, DataByPipelineIsTowersEachAccumulatingBitForBit) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "base/process.hpp"
 #include "base/timing.hpp"
@@ -63,6 +64,30 @@ inline KillNineJob two_ranks(const std::string& program) {
             EXPECT_EQ(ranks_killed, 2u) << killed.output;
             ASSERT_NE(killed.exit_code, 0) << "not killed:\n" << killed.output;
           }};
+}
+
+/// Chapter 5's stop on a signal, for any job of two ranks of `program` (the `command`
+/// runs it for many steps, saving into `folder`, a path on both ranks' command lines):
+/// once rank 0 has logged step 1, one rank alone gets SIGTERM. That rank finishes its step,
+/// the ranks agree to stop after the same one, rank 0 saves it and the job exits 143.
+/// Checks all of that and returns the global step saved (0 when the job did not say).
+inline int stop_one_rank_with_sigterm(const std::string& command, const std::string& program,
+                                      const std::filesystem::path& folder) {
+  const ProgramRun stopped = run_and_watch({"/bin/sh", "-c", command}, ": step 1,", [&](pid_t) {
+    const std::vector<pid_t> ranks = rank_pids(program, folder.string());
+    EXPECT_EQ(ranks.size(), 2u) << "two ranks should be running";
+    if (!ranks.empty()) ::kill(ranks.back(), SIGTERM);  // one rank, whichever it is
+  });
+  EXPECT_EQ(stopped.exit_code, 143) << "the signalled rank's status\n" << stopped.output;
+  const std::string step = stopped.last("global_step");
+  EXPECT_FALSE(step.empty()) << "rank 0 ended with its summary\n" << stopped.output;
+  if (step.empty()) return 0;
+  const int k = std::stoi(step);
+  EXPECT_GE(k, 2) << stopped.output;
+  EXPECT_LT(k, 100000) << stopped.output;
+  const std::filesystem::path saved = folder / ("model.ckpt-" + step);
+  EXPECT_NE(stopped.output.find("saved " + saved.string()), std::string::npos) << stopped.output;
+  return k;
 }
 
 }  // namespace towers::testing
