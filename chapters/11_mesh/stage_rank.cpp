@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "data/preprocess.hpp"
@@ -185,6 +186,17 @@ class StageRank final : public MeshRank {
     if (first() || last()) {  // every replica's batch, as chapter 3's global batch
       host_all_images_.resize(images * c.dp);
       host_all_labels_.resize(static_cast<std::size_t>(c.batch) * c.dp);
+    }
+    if (c.zero == 1 && slices_) {
+      // ZeroOneUpdate seeds its shard of the averages from `state`'s flat layout at
+      // range_'s offset, which beside --tp is in the slice's layout (owned_range): it would
+      // start from other variables' averages.
+      // mesh_run_problem refuses this mesh before the ranks are made; every rank of it
+      // (those without variables too) throws here alike, before any collective.
+      throw std::logic_error("a pipeline stage beside tensor parallelism (--tp " +
+                             std::to_string(c.tp) + ") at --zero 1: ZeroOneUpdate would seed its "
+                             "moving averages from chapter 1's flat layout at an offset of the "
+                             "tensor slice's layout (mesh_run_problem refuses this mesh)");
     }
     if (c.zero == 1 && range_.count > 0) {
       zero_one_ = std::make_unique<ZeroOneUpdate>(
