@@ -16,8 +16,9 @@
 // beside tensor parallelism) is refused before the run starts; ZeRO-2 and 3 beside either
 // is not planned at all: the plan refuses it (mesh_problem), --plan included.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
-// rank's part (--optimizer's state and ZeRO's shards too), with chapter 5's flags
-// (mesh_checkpoint.hpp), and chapter 5's test hooks make one rank die or stall.
+// rank's part (--optimizer's state and, on data parallelism alone, ZeRO's shards too),
+// with chapter 5's flags, on the meshes mesh_checkpoint_problem lists (mesh_checkpoint.hpp),
+// and chapter 5's test hooks make one rank die or stall.
 #include <cstdio>
 #include <string>
 
