@@ -11,12 +11,14 @@
 // x tensor x pipeline with SGD, momentum or Adam, --pp at most 4 beside --tp; ZeRO-1
 // beside tensor or pipeline parallelism, ZeRO-1 to 3 on data parallelism alone; the host
 // backend; mesh_run.hpp), one process per device, one communicator per dimension, and
-// prints the plan beside what the run measured. What is planned but not run yet (ZeRO
-// beside both tensor and pipeline parallelism, ZeRO-2 and 3 beside either, a pipeline cut
-// between local3 and local4 beside tensor parallelism) is refused before the run starts.
+// prints the plan beside what the run measured. What is planned but not run yet (ZeRO-1
+// beside both tensor and pipeline parallelism, a pipeline cut between local3 and local4
+// beside tensor parallelism) is refused before the run starts; ZeRO-2 and 3 beside either
+// is not planned at all: the plan refuses it (mesh_problem), --plan included.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every
-// rank's part (--optimizer's state and ZeRO's shards too), with chapter 5's flags
-// (mesh_checkpoint.hpp), and chapter 5's test hooks make one rank die or stall.
+// rank's part (--optimizer's state and, on data parallelism alone, ZeRO's shards too),
+// with chapter 5's flags, on the meshes mesh_checkpoint_problem lists (mesh_checkpoint.hpp),
+// and chapter 5's test hooks make one rank die or stall.
 #include <cstdio>
 #include <string>
 

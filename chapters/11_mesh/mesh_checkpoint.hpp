@@ -6,18 +6,20 @@
 // the project: the whole training state in chapter 1's flat layout — the parameters, the
 // moving averages and --optimizer's own state (momentum's velocity, Adam's two moments;
 // none for SGD, whose file is format 2, the others' format 3) — put together on world
-// rank 0 from every rank's part (a replica's copy, a tensor rank's slice, a stage's range,
-// a ZeRO rank's shard: MeshRank::put_together), with the global step and the input's
+// rank 0 from every rank's part (a replica's copy, a tensor rank's slice, a stage's range
+// or, beside --tp, its range of a slice (no optimizer state: SGD alone is listed there), a
+// data-alone ZeRO rank's shard: MeshRank::put_together), with the global step and the input's
 // position. Rank 0 alone owns the folder, as chapter 5's ranks do (RankCheckpoints does
 // it for both): it settles the folder before step 0, reads the checkpoint, hands the
 // whole state to every rank (MPI_Bcast, the optimizer's state included), and writes
 // every save. Every rank takes
 // its part of that whole state when it is made, so the file does not remember the mesh
-// that wrote it: it resumes any mesh whose replicas read the same images per step
-// (--dp x --batch-size), whatever its --tp, --pp and --zero, and chapter 1 (01_single_gpu
-// --resume, SGD's) and chapter 8 (08_sharded --resume, any optimizer) read it too. A
-// resume refuses a file written with another --optimizer (CheckpointDir's check, chapter
-// 8's message): its state would be another rule's, or none.
+// that wrote it: it resumes any mesh that may keep checkpoints (mesh_checkpoint_problem's
+// list, below) and whose replicas read the same images per step (--dp x --batch-size),
+// with another --tp, --pp or --zero of that list, and chapter 1 (01_single_gpu --resume,
+// SGD's) and chapter 8 (08_sharded --resume, any optimizer) read it too. A resume refuses
+// a file written with another --optimizer (CheckpointDir's check, chapter 8's message):
+// its state would be another rule's, or none.
 //
 // The input's position after k global steps is the same on every rank (every rank reads
 // its part of one sequence of global batches of dp x batch images: data::position_after),

@@ -31,14 +31,18 @@ class MeshRank {
   /// After the step's synchronize: the loss the chapter this rank runs would log for its
   /// replica (may be a collective over the rank's tensor communicator).
   virtual float loss() = 0;
-  /// The job's training state in chapter 1's flat layout into `whole` on world rank 0:
-  /// params and moving_averages (model::kNumParameters each) and optimizer_state
-  /// (--optimizer's own floats for every parameter, empty for SGD), put together from every
-  /// rank's part (a collective: every rank calls it; `whole` is only written on world rank
-  /// 0; its global_step, input and optimizer are left as they are). The way back is the
-  /// constructor's: each kind takes its part of a whole state (its copy, slice, range or
-  /// shard, of the optimizer's state too, and its input at the state's position) when it
-  /// is made (mesh_checkpoint.hpp).
+  /// A collective (every rank calls it): puts every rank's part together in chapter 1's
+  /// flat layout in `whole` on world rank 0. What it guarantees there: `params`, always
+  /// (model::kNumParameters floats; --save-params reads them); `moving_averages` and
+  /// `optimizer_state` (--optimizer's own floats for every parameter, empty for SGD) only
+  /// on the meshes mesh_checkpoint_problem lists. Elsewhere they are not put together:
+  /// ZeRO-1 beside --tp or --pp gives the parameters alone (its averages and optimizer
+  /// state are shards), and a stage beside --tp puts no optimizer state together. On the
+  /// other ranks `whole` may be written or left as it was, and means nothing; its
+  /// global_step, input and optimizer are left as they are on every rank. The way back is
+  /// the constructor's: each kind takes its part of a whole state (its copy, slice, range
+  /// or shard, of the optimizer's state too where it is listed, and its input at the
+  /// state's position) when it is made (mesh_checkpoint.hpp).
   virtual void put_together(model::TrainingState& whole) = 0;
   /// Bytes this rank sent on each dimension so far (kMeshDimensions' order).
   virtual std::uint64_t bytes_sent(int dimension) const = 0;

@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "data/preprocess.hpp"
@@ -186,6 +187,17 @@ class StageRank final : public MeshRank {
       host_all_images_.resize(images * c.dp);
       host_all_labels_.resize(static_cast<std::size_t>(c.batch) * c.dp);
     }
+    if (c.zero == 1 && slices_) {
+      // ZeroOneUpdate seeds its shard of the averages from `state`'s flat layout at
+      // range_'s offset, which beside --tp is in the slice's layout (owned_range): it would
+      // start from other variables' averages.
+      // mesh_run_problem refuses this mesh before the ranks are made; every rank of it
+      // (those without variables too) throws here alike, before any collective.
+      throw std::logic_error("a pipeline stage beside tensor parallelism (--tp " +
+                             std::to_string(c.tp) + ") at --zero 1: ZeroOneUpdate would seed its "
+                             "moving averages from chapter 1's flat layout at an offset of the "
+                             "tensor slice's layout (mesh_run_problem refuses this mesh)");
+    }
     if (c.zero == 1 && range_.count > 0) {
       zero_one_ = std::make_unique<ZeroOneUpdate>(
           device_, *stream_, mesh.data(), range_.count, c.optimizer,
@@ -266,8 +278,8 @@ class StageRank final : public MeshRank {
       mine.params = gather_tensor_slices(mesh_, on_host(params_));
       mine.moving_averages = gather_tensor_slices(mesh_, on_host(averages_));
       if (mesh_.at().tensor != 0) return;  // its stage's range is on tensor rank 0 now
-      gather(mine.params, whole.params);
-      gather(mine.moving_averages, whole.moving_averages);
+      // No optimizer state beside --tp: only SGD, which has none, keeps checkpoints there.
+      gather_state(mesh_.pipeline(), mine, flat_range(), flat_range(), /*parts=*/0, whole);
       return;
     }
     vars_.state_to_host(mine);  // this stage's range of the parameters and moving averages
@@ -275,7 +287,7 @@ class StageRank final : public MeshRank {
       // ZeRO-1's averages and optimizer state are shards, not put together (--save-params
       // reads the parameters alone, and a checkpoint is refused: mesh_checkpoint_problem).
       // Every stage alike, one without variables too: the gather is a collective.
-      gather(mine.params, whole.params);
+      gather_array(mesh_.pipeline(), mine.params, flat_range(), whole.params);
       return;
     }
     const int parts = optimizer_->parts();  // and of --optimizer's own state
@@ -323,18 +335,9 @@ class StageRank final : public MeshRank {
     return host;
   }
 
-  // This stage's range of `mine` (kNumParameters floats, chapter 1's layout) gathered with
-  // the other stages' into `whole` on stage 0 (world rank 0 is the first stage of replica 0).
-  void gather(const std::vector<float>& mine, std::vector<float>& whole) {
-    std::vector<int> counts(static_cast<std::size_t>(stages_)), offsets(counts.size());
-    const int count = static_cast<int>(flat_range_.count);
-    const int offset = static_cast<int>(flat_range_.offset);
-    MPI_CHECK(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    MPI_CHECK(MPI_Gather(&offset, 1, MPI_INT, offsets.data(), 1, MPI_INT, 0, mesh_.pipeline()));
-    whole.assign(first() ? model::kNumParameters : 0, 0.0f);
-    MPI_CHECK(MPI_Gatherv(mine.data() + flat_range_.offset, count, MPI_FLOAT, whole.data(),
-                          counts.data(), offsets.data(), MPI_FLOAT, 0, mesh_.pipeline()));
-  }
+  // This stage's range of chapter 1's flat layout, as gather_state takes it: the stages'
+  // ranges tile the model, gathered on stage 0 (world rank 0 is replica 0's first stage).
+  Chunk flat_range() const { return {flat_range_.offset, flat_range_.count}; }
 
   // The replica's batch: the images to the first stage's device, the labels to the last's.
   void read_batch() {

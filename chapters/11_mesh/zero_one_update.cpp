@@ -8,15 +8,6 @@
 namespace towers {
 namespace {
 
-// This rank's shard of `count` variables over the replicas of `data`: the chunk the
-// ring's reduce-scatter leaves it (MeshShards::shard), all of them with one replica.
-Chunk shard_of(MPI_Comm data, std::size_t count) {
-  int ranks = 1, rank = 0;
-  MPI_CHECK(MPI_Comm_size(data, &ranks));
-  MPI_CHECK(MPI_Comm_rank(data, &rank));
-  return ring_chunk(count, ranks, (rank + 1) % ranks);
-}
-
 int ranks_of(MPI_Comm data) {
   int ranks = 1;
   MPI_CHECK(MPI_Comm_size(data, &ranks));
@@ -34,7 +25,8 @@ ZeroOneUpdate::ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std:
       halves_(ranks_of(data) > 1
                   ? std::make_unique<MeshShards>(device, data, count, watchdog, "data ring")
                   : nullptr),
-      shard_(shard_of(data, count)),
+      // The chunk the ring's reduce-scatter leaves this rank; with one replica, every one.
+      shard_(halves_ ? halves_->shard(count, /*tower=*/0) : Chunk{0, count}),
       optimizer_(optimizer, device, stream, shard_.size) {
   if (shard_.size == 0) return;
   averages_ = device.allocate(shard_.size * sizeof(float), MemoryCategory::kOptimizerState);

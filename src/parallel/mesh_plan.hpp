@@ -35,10 +35,10 @@
 // every optimizer; with tp and pp both above 1 where local3 to softmax_linear stay on one
 // stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism, and data parallelism
 // alone at every ZeRO stage run as 11_mesh's composed run, and chapter11_run_test holds
-// the plan to it the same way. ZeRO beside both tensor and pipeline parallelism, ZeRO 2-3
-// beside either, and a pipeline cut between local3 and local4 beside tensor parallelism
-// have no run yet: their plan composes the same forms, and
-// `held_by_run` says so.
+// the plan to it the same way. ZeRO-1 beside both tensor and pipeline parallelism and a
+// pipeline cut between local3 and local4 beside tensor parallelism have no run yet: their
+// plan composes the same forms, and `held_by_run` says so. ZeRO 2-3 beside either is not
+// planned at all: mesh_problem refuses it.
 #pragma once
 
 #include <array>

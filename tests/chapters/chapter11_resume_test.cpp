@@ -3,9 +3,10 @@
 //
 //   - one rank of a mesh killed with SIGKILL mid-run (--fail-how kill), then --resume: the
 //     last checkpoint and --save-params equal an uninterrupted run's byte for byte, for
-//     data x tensor, data x pipeline, tensor x pipeline and data alone (each kind of rank:
-//     its slice, its range, its range of a slice, its copy, and its input restarted where
-//     the job stood, across an epoch), with SGD, and with an optimizer that keeps state
+//     data x tensor, data x pipeline, tensor x pipeline (with one replica and with two)
+//     and data alone (each kind of rank: its slice, its range, its range of a slice, its
+//     copy, and its input restarted where the job stood, across an epoch), with SGD, and
+//     with an optimizer that keeps state
 //     (momentum on data x tensor, Adam on data x pipeline, Adam at ZeRO-3 on data alone:
 //     the velocity or moments of every slice, range and shard put together in the file and
 //     taken back);
@@ -48,6 +49,13 @@ using testing::run_ranks;
 
 bool has(const ProgramRun& r, const std::string& text) {
   return r.output.find(text) != std::string::npos;
+}
+
+// A refusal every rank reaches is said once, by rank 0: `text` is in the output exactly once.
+void expect_said_once(const ProgramRun& r, const std::string& text) {
+  const auto first = r.output.find(text);
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(text, first + 1), std::string::npos) << "said once\n" << r.output;
 }
 
 // A tiny CIFAR-10 folder of 5 files of 3 records (chapter 5's): replicas that read 4
@@ -116,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
     Meshes, MeshKillNine,
     ::testing::Values(Mesh{2, 2, 1, 3, "data2_x_tensor2"}, Mesh{2, 1, 2, 1, "data2_x_pipeline2"},
                       Mesh{2, 1, 1, 1, "data2"}, Mesh{1, 2, 2, 3, "tensor2_x_pipeline2"},
+                      Mesh{2, 2, 2, 5, "data2_x_tensor2_x_pipeline2"},
                       Mesh{2, 2, 1, 1, "data2_x_tensor2_momentum", "--optimizer momentum"},
                       Mesh{2, 1, 2, 2, "data2_x_pipeline2_adam", "--optimizer adam"},
                       Mesh{2, 1, 1, 1, "data2_zero3_adam", "--zero 3 --optimizer adam"}),
@@ -200,10 +209,7 @@ TEST(MeshCheckpoint, AnotherGlobalBatchIsRefusedBeforeStepZeroSayingWhatToDo) {
   EXPECT_EQ(other.exit_code, 2) << other.output;
   EXPECT_TRUE(other.summaries.empty()) << other.output;
   EXPECT_FALSE(has(other, ": step ")) << "refused before step 0\n" << other.output;
-  const std::string said = "read 2 images per step in all (--dp x --batch-size); this mesh reads 4";
-  const auto first = other.output.find(said);
-  ASSERT_NE(first, std::string::npos) << other.output;
-  EXPECT_EQ(other.output.find(said, first + 1), std::string::npos) << "said once\n" << other.output;
+  expect_said_once(other, "read 2 images per step in all (--dp x --batch-size); this mesh reads 4");
   EXPECT_TRUE(has(other, "Resume with a --dp and --batch-size whose product is 2")) << other.output;
   EXPECT_TRUE(has(other, model::checkpoint_name(1))) << "names the file\n" << other.output;
 }
@@ -246,10 +252,7 @@ TEST(MeshCheckpoint, WithAdamIsChapter8sFileAndAnotherOptimizerIsRefused) {
                                                     three.string(), 60);
   EXPECT_EQ(other.exit_code, 2) << other.output;
   EXPECT_FALSE(has(other, ": step ")) << "refused before step 0\n" << other.output;
-  const std::string said = "was written with --optimizer adam and this run trains with momentum";
-  const auto first = other.output.find(said);
-  ASSERT_NE(first, std::string::npos) << other.output;
-  EXPECT_EQ(other.output.find(said, first + 1), std::string::npos) << "said once\n" << other.output;
+  expect_said_once(other, "was written with --optimizer adam and this run trains with momentum");
   EXPECT_FALSE(fs::exists(three / model::checkpoint_name(4))) << "nothing written";
 }
 
@@ -264,10 +267,8 @@ TEST(MeshCheckpoint, AMeshNoTestProvesIsRefusedBeforeTheRunAndAProvenOneIsNot) {
   const RankRun adam = run_ranks("11_mesh", 4, mesh + " --optimizer adam", 60);
   EXPECT_EQ(adam.exit_code, 2) << adam.output;
   EXPECT_FALSE(has(adam, ": step ")) << "refused before step 0\n" << adam.output;
-  const std::string said = "not yet for --optimizer adam's state on a pipeline beside tensor parallelism";
-  const auto first = adam.output.find(said);
-  ASSERT_NE(first, std::string::npos) << adam.output;
-  EXPECT_EQ(adam.output.find(said, first + 1), std::string::npos) << "said once\n" << adam.output;
+  expect_said_once(adam,
+                   "not yet for --optimizer adam's state on a pipeline beside tensor parallelism");
   EXPECT_FALSE(fs::exists(folder)) << "the folder was made for a refused run";
   const RankRun sgd = run_ranks("11_mesh", 4, mesh, 90);
   EXPECT_EQ(sgd.exit_code, 0) << sgd.output;
@@ -286,7 +287,7 @@ TEST(MeshCheckpoint, AnUnprovenMeshIsRefusedBeforeAnythingIsWritten) {
                                                   " --checkpoint-dir " + folder.string(), 60);
     EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
     EXPECT_FALSE(has(r, ": step ")) << flags << ": refused before step 0\n" << r.output;
-    EXPECT_TRUE(has(r, "not yet for --zero 1 beside")) << flags << "\n" << r.output;
+    expect_said_once(r, "not yet for --zero 1 beside");
     EXPECT_TRUE(has(r, "Drop --checkpoint-dir and the resume flags")) << flags << "\n" << r.output;
     EXPECT_FALSE(has(r, "08_sharded")) << flags << ": 08_sharded runs neither\n" << r.output;
     EXPECT_FALSE(fs::exists(folder)) << flags << ": nothing written";
