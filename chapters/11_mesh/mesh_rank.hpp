@@ -66,6 +66,11 @@ std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watch
 /// A collective over the tensor communicator (mesh_run.cpp).
 std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector<float>& mine);
 
+/// The way back: rank `tensor` of `tp`'s slice of each of the `parts` arrays in `whole`
+/// (TrainingState::optimizer_state: kNumParameters floats each, chapter 1's layout), one
+/// after another, TensorSliceLayout(tp, tensor).size() floats each (mesh_run.cpp).
+std::vector<float> take_tensor_slices(int tp, int tensor, const std::vector<float>& whole, int parts);
+
 /// Chapter 8's rank for the one tower of `set` (tp = 1, pp = 1; sharded_rank.cpp):
 /// ShardedVariables at `config.zero` with `config.optimizer`, its collectives over the
 /// data communicator.
