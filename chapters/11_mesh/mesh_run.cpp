@@ -471,29 +471,26 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   if (checkpoints.dir.empty()) return "";
   // What chapter11_resume_test proves (kill -9 of a rank, --resume, byte for byte), and
   // nothing else: every kind of rank below puts its part of the whole state together and
-  // takes it back. A kind added later stays refused until a test proves its file.
+  // takes it back, --optimizer's state included. A kind added later stays refused until a
+  // test proves its file.
   const bool data_alone = c.tp == 1 && c.pp == 1;
-  const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;  // its stages' optimizer state is not
-  const bool proven = !c.hybrid && (c.zero == 0 || data_alone) &&  // put together yet
-                      (!pipeline_by_tensor || c.optimizer == model::Optimizer::kSgd);
+  const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;
+  const bool proven = !c.hybrid && (c.zero == 0 || data_alone ||
+                                    (c.zero == 1 && !pipeline_by_tensor));
   if (proven) return "";
   std::string what;
-  if (pipeline_by_tensor && c.optimizer != model::Optimizer::kSgd) {
-    what = std::string("--optimizer ") + model::optimizer_name(c.optimizer) +
-           "'s state on a pipeline beside tensor parallelism";
-  }
   if (c.zero > 0 && !data_alone) {
-    what += std::string(what.empty() ? "" : ", and ") + "--zero " + std::to_string(c.zero) +
-            " beside " + (c.tp > 1 ? "tensor" : "pipeline") + " parallelism";
+    what = "--zero " + std::to_string(c.zero) + " beside " +
+           (pipeline_by_tensor ? "tensor and pipeline" : c.tp > 1 ? "tensor" : "pipeline") +
+           " parallelism";
   }
   if (c.hybrid) what += std::string(what.empty() ? "" : ", and ") + "--hybrid";
   return "--checkpoint-dir: the composed run's checkpoints are put together and proven (kill "
-         "-9 of a rank, --resume, byte for byte) for data x tensor and data x pipeline at "
-         "--zero 0 and for data parallelism alone at --zero 0 to 3, with any --optimizer, "
-         "and for data x tensor x pipeline with --optimizer sgd at --zero 0; "
-         "not yet for " + what + ", whose file might lack a rank's part of the state and "
-         "resume another run. Drop --checkpoint-dir and the resume flags, or run one of "
-         "the meshes above.";
+         "-9 of a rank, --resume, byte for byte), with any --optimizer, for data x tensor x "
+         "pipeline at --zero 0, for data x tensor and data x pipeline at --zero 0 and 1, and "
+         "for data parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
+         "might lack a rank's part of the state and resume another run. Drop --checkpoint-dir "
+         "and the resume flags, or run one of the meshes above.";
 }
 
 void check_mesh_job(const MeshConfig& c, const MpiJob& job) {
