@@ -145,16 +145,15 @@ class StageRank final : public MeshRank {
       if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
         // Beside tensor parallelism range_ is in the slice's layout, not the file's: the
         // slice of each part first, then the range of that.
-        const std::vector<float> slice =
-            slices_ ? take_tensor_slices(c.tp, mesh.at().tensor, state.optimizer_state, optimizer_->parts())
-                    : std::vector<float>{};
         if (slices_) {
+          const std::vector<float> slice =
+              take_tensor_slices(c.tp, mesh.at().tensor, state.optimizer_state, optimizer_->parts());
           optimizer_->restore(*stream_, slice.data(), slices_->layout(0).size(), range_.offset);
+          stream_->synchronize();  // `slice` is gone after this
         } else {
           optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
                               range_.offset);
         }
-        stream_->synchronize();  // `slice` is gone after this
       }
     }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
