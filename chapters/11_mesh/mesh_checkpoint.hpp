@@ -7,9 +7,8 @@
 // moving averages and --optimizer's own state (momentum's velocity, Adam's two moments;
 // none for SGD, whose file is format 2, the others' format 3) — put together on world
 // rank 0 from every rank's part (a replica's copy, a tensor rank's slice, a stage's range
-// or, beside --tp, its range of a slice (no optimizer state: SGD alone is listed there), a
-// data-alone ZeRO rank's shard: MeshRank::put_together), with the global step and the input's
-// position. Rank 0 alone owns the folder, as chapter 5's ranks do (RankCheckpoints does
+// or, beside --tp, its range of a slice, a ZeRO rank's shard: MeshRank::put_together), with
+// the global step and the input's position. Rank 0 alone owns the folder, as chapter 5's ranks do (RankCheckpoints does
 // it for both): it settles the folder before step 0, reads the checkpoint, hands the
 // whole state to every rank (MPI_Bcast, the optimizer's state included), and writes
 // every save. Every rank takes

@@ -35,10 +35,8 @@ class MeshRank {
   /// flat layout in `whole` on world rank 0. What it guarantees there: `params`, always
   /// (model::kNumParameters floats; --save-params reads them); `moving_averages` and
   /// `optimizer_state` (--optimizer's own floats for every parameter, empty for SGD) only
-  /// on the meshes mesh_checkpoint_problem lists. Elsewhere they are not put together:
-  /// ZeRO-1 beside --tp or --pp gives the parameters alone (its averages and optimizer
-  /// state are shards), and a stage beside --tp puts no optimizer state together. On the
-  /// other ranks `whole` may be written or left as it was, and means nothing; its
+  /// on the meshes mesh_checkpoint_problem lists (every kind of rank here puts them
+  /// together; the list guards a kind added later). On the other ranks `whole` may be written or left as it was, and means nothing; its
   /// global_step, input and optimizer are left as they are on every rank. The way back is
   /// the constructor's: each kind takes its part of a whole state (its copy, slice, range
   /// or shard, of the optimizer's state too where it is listed, and its input at the
@@ -69,6 +67,11 @@ std::unique_ptr<MeshRank> make_stage_rank(const MeshRanks& mesh, Watchdog& watch
 /// rank's columns and rows, the replicated variables from rank 0), nothing on the others.
 /// A collective over the tensor communicator (mesh_run.cpp).
 std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector<float>& mine);
+
+/// The way back: rank `tensor` of `tp`'s slice of each of the `parts` arrays in `whole`
+/// (TrainingState::optimizer_state: kNumParameters floats each, chapter 1's layout), one
+/// after another, TensorSliceLayout(tp, tensor).size() floats each (mesh_run.cpp).
+std::vector<float> take_tensor_slices(int tp, int tensor, const std::vector<float>& whole, int parts);
 
 /// Chapter 8's rank for the one tower of `set` (tp = 1, pp = 1; sharded_rank.cpp):
 /// ShardedVariables at `config.zero` with `config.optimizer`, its collectives over the

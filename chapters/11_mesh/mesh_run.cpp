@@ -135,6 +135,16 @@ std::vector<float> gather_tensor_slices(const MeshRanks& mesh, const std::vector
   return whole;
 }
 
+std::vector<float> take_tensor_slices(int tp, int tensor, const std::vector<float>& whole, int parts) {
+  const TensorSliceLayout layout(tp, tensor);
+  const std::size_t size = layout.size();
+  std::vector<float> slices(static_cast<std::size_t>(parts) * size);
+  for (std::size_t p = 0; p < static_cast<std::size_t>(parts); ++p) {
+    layout.take(whole.data() + p * model::kNumParameters, slices.data() + p * size);
+  }
+  return slices;
+}
+
 namespace {
 
 // Chapter 10's rank t of a replica, in a process of its own.
@@ -161,7 +171,6 @@ class TensorRank final : public MeshRank {
         optimizer_(c.optimizer, *tower_.device, *tower_.stream,
                    c.zero == 0 ? slices_.layout(0).size() : 0) {
     slices_.take_back(state.params.data(), state.moving_averages.data());
-    if (!state.optimizer_state.empty()) restore_optimizer(state.optimizer_state);
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
     // g sums [b, 192], f [b, 2304]: one ring sized for f, as chapter 10's.
     auto tensor = std::make_unique<MeshRing>(
@@ -179,6 +188,7 @@ class TensorRank final : public MeshRank {
       data_ = std::make_unique<MeshRing>(*tower_.device, mesh.data(), slices_.layout(0).size(),
                                          Reduction::kMean, watchdog, "data ring");
     }
+    if (!state.optimizer_state.empty()) restore_optimizer(state.optimizer_state);
   }
 
   void enqueue(int step, std::int64_t global_step) override {
@@ -230,20 +240,29 @@ class TensorRank final : public MeshRank {
   }
 
   void put_together(model::TrainingState& whole) override {
-    gather(slices_.params(0), whole.params);
-    // ZeRO-1's moving averages and optimizer state are shards, not put together
-    // (--save-params reads the parameters alone, and a checkpoint is refused:
-    // mesh_checkpoint_problem).
-    if (zero_one_) return;
-    gather(slices_.averages(0), whole.moving_averages);  // laid out as the parameters
-    // --optimizer's own state, each of its arrays laid out as the parameters too.
-    std::vector<float> part;
-    if (mesh_.rank() == 0) whole.optimizer_state.clear();
-    for (int p = 0; p < optimizer_.parts(); ++p) {
-      gather(optimizer_.part(p), part);
-      if (mesh_.rank() == 0) {
-        whole.optimizer_state.insert(whole.optimizer_state.end(), part.begin(), part.end());
+    gather(on_host(slices_.params(0)), whole.params);
+    // The slice's moving averages and --optimizer's own state (each of its arrays laid out
+    // as the slice): this rank's, or with ZeRO-1 the replicas' shards of them put together
+    // on the first replica's rank, whose slices are then put together as the parameters.
+    const std::size_t size = slices_.layout(0).size();
+    std::vector<float> averages, state;
+    if (zero_one_) {
+      zero_one_->put_together(averages, state);
+    } else {
+      averages = on_host(slices_.averages(0));
+      for (int p = 0; p < optimizer_.parts(); ++p) {
+        const std::vector<float> part = on_host(optimizer_.part(p));
+        state.insert(state.end(), part.begin(), part.end());
       }
+    }
+    gather(averages, whole.moving_averages);
+    std::vector<float> part, flat;
+    if (mesh_.rank() == 0) whole.optimizer_state.clear();
+    for (std::size_t p = 0; p < static_cast<std::size_t>(optimizer_.parts()); ++p) {
+      part.assign(state.begin() + static_cast<std::ptrdiff_t>(p * size),
+                  state.begin() + static_cast<std::ptrdiff_t>((p + 1) * size));
+      gather(part, flat);
+      if (mesh_.rank() == 0) whole.optimizer_state.insert(whole.optimizer_state.end(), flat.begin(), flat.end());
     }
   }
 
@@ -256,23 +275,29 @@ class TensorRank final : public MeshRank {
  private:
   // This rank's slice of each of --optimizer's arrays in `whole` (TrainingState's
   // optimizer_state: each kNumParameters floats in chapter 1's layout), as take_back()
-  // takes its slice of the parameters.
+  // takes its slice of the parameters; with ZeRO-1 its shard of that slice.
   void restore_optimizer(const std::vector<float>& whole) {
     const std::size_t size = slices_.layout(0).size();
-    std::vector<float> slice(static_cast<std::size_t>(optimizer_.parts()) * size);
-    for (int p = 0; p < optimizer_.parts(); ++p) {
-      const auto at = static_cast<std::size_t>(p);
-      slices_.layout(0).take(whole.data() + at * model::kNumParameters, slice.data() + at * size);
+    const std::vector<float> slice =
+        take_tensor_slices(mesh_.shape().tp, mesh_.at().tensor, whole, optimizer_.parts());
+    if (zero_one_) {
+      zero_one_->restore_optimizer(slice.data(), size, 0);
+      return;
     }
     optimizer_.restore(*tower_.stream, slice.data(), size, 0);
     tower_.stream->synchronize();  // `slice` is gone after this
   }
 
-  // The replica's slices of one array laid out as the parameters (`slice`, on this rank's
-  // device), put together in chapter 1's flat layout in `whole` on world rank 0.
-  void gather(const float* slice, std::vector<float>& whole) {
-    std::vector<float> mine(slices_.layout(0).size());
-    copy_to_host(*tower_.stream, mine.data(), slice, mine.size());
+  // A slice-sized array (the parameters, the moving averages, an optimizer part) on the host.
+  std::vector<float> on_host(const float* slice) {
+    std::vector<float> host(slices_.layout(0).size());
+    copy_to_host(*tower_.stream, host.data(), slice, host.size());
+    return host;
+  }
+
+  // The replica's slices of one array laid out as the parameters (`mine`, this rank's),
+  // put together in chapter 1's flat layout in `whole` on world rank 0.
+  void gather(const std::vector<float>& mine, std::vector<float>& whole) {
     std::vector<float> flat = gather_tensor_slices(mesh_, mine);
     if (mesh_.rank() == 0) whole = std::move(flat);
   }
@@ -446,29 +471,26 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   if (checkpoints.dir.empty()) return "";
   // What chapter11_resume_test proves (kill -9 of a rank, --resume, byte for byte), and
   // nothing else: every kind of rank below puts its part of the whole state together and
-  // takes it back. A kind added later stays refused until a test proves its file.
+  // takes it back, --optimizer's state included. A kind added later stays refused until a
+  // test proves its file.
   const bool data_alone = c.tp == 1 && c.pp == 1;
-  const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;  // its stages' optimizer state is not
-  const bool proven = !c.hybrid && (c.zero == 0 || data_alone) &&  // put together yet
-                      (!pipeline_by_tensor || c.optimizer == model::Optimizer::kSgd);
+  const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;
+  const bool proven = !c.hybrid && (c.zero == 0 || data_alone ||
+                                    (c.zero == 1 && !pipeline_by_tensor));
   if (proven) return "";
   std::string what;
-  if (pipeline_by_tensor && c.optimizer != model::Optimizer::kSgd) {
-    what = std::string("--optimizer ") + model::optimizer_name(c.optimizer) +
-           "'s state on a pipeline beside tensor parallelism";
-  }
   if (c.zero > 0 && !data_alone) {
-    what += std::string(what.empty() ? "" : ", and ") + "--zero " + std::to_string(c.zero) +
-            " beside " + (c.tp > 1 ? "tensor" : "pipeline") + " parallelism";
+    what = "--zero " + std::to_string(c.zero) + " beside " +
+           (pipeline_by_tensor ? "tensor and pipeline" : c.tp > 1 ? "tensor" : "pipeline") +
+           " parallelism";
   }
   if (c.hybrid) what += std::string(what.empty() ? "" : ", and ") + "--hybrid";
   return "--checkpoint-dir: the composed run's checkpoints are put together and proven (kill "
-         "-9 of a rank, --resume, byte for byte) for data x tensor and data x pipeline at "
-         "--zero 0 and for data parallelism alone at --zero 0 to 3, with any --optimizer, "
-         "and for data x tensor x pipeline with --optimizer sgd at --zero 0; "
-         "not yet for " + what + ", whose file might lack a rank's part of the state and "
-         "resume another run. Drop --checkpoint-dir and the resume flags, or run one of "
-         "the meshes above.";
+         "-9 of a rank, --resume, byte for byte), with any --optimizer, for data x tensor x "
+         "pipeline at --zero 0, for data x tensor and data x pipeline at --zero 0 and 1, and "
+         "for data parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
+         "might lack a rank's part of the state and resume another run. Drop --checkpoint-dir "
+         "and the resume flags, or run one of the meshes above.";
 }
 
 void check_mesh_job(const MeshConfig& c, const MpiJob& job) {

@@ -21,11 +21,10 @@
 // momentum's velocity and Adam's moments kept for that range alone). With --zero 1 (and
 // tp = 1) the replicas' same stage shard that update instead (zero_one_update.hpp): each
 // updates its shard of the range between the data ring's two halves, its state kept for
-// the shard. At ZeRO-0 a checkpoint puts
-// the stages' ranges of all of it together on world rank 0 (gather_state), and each
-// stage takes its range back from a resumed state (with tp = 1: beside tensor
-// parallelism the optimizer's state is not put together yet, and such checkpoints are
-// refused, mesh_checkpoint_problem).
+// the shard. A checkpoint puts the stages' ranges of all of it together on world rank 0
+// (gather_state; at ZeRO-1 the replicas' shards of a range first, ZeroOneUpdate::
+// put_together), and each stage takes its range (or its shard of it) back from a resumed
+// state.
 //
 // Beside tensor parallelism (tp > 1) each stage is tp ranks, one per tensor index, and
 // each keeps its variables in chapter 10's slice for its index (TensorSlices: the
@@ -35,7 +34,8 @@
 // runs its convolutions; the stage holding local3 and local4 runs them as chapter 10's
 // split (TensorSplit), one slot per stashed micro-batch, g and f over the tensor
 // communicator. Each tensor rank sends its stage's whole activations to the same tensor
-// rank of the next stage.
+// rank of the next stage. A checkpoint puts the tensor group's slices of each array
+// together first (gather_tensor_slices), and a resumed stage takes its slice's range.
 #include <mpi.h>
 
 #include <algorithm>
@@ -115,7 +115,8 @@ class StageRank final : public MeshRank {
         steps_per_decay_(model::decay_steps(c.batch, c.dp)),
         replicas_(c.dp),
         tensor_ranks_(c.tp),
-        zero_(c.zero) {
+        zero_(c.zero),
+        optimizer_parts_(model::optimizer_own_floats(c.optimizer)) {
     // The variables: chapter 9's buffers of the whole model, or chapter 10's slice.
     std::size_t floats = model::kNumParameters;
     if (c.tp > 1) {
@@ -139,15 +140,21 @@ class StageRank final : public MeshRank {
     // --optimizer's own state (none for SGD) for the range this stage updates, and only
     // that: chapter 9's buffers of the whole model are its parameters' layout, this state
     // has no one else's entries to leave room for. (--zero 1: for its shard of the range
-    // alone, zero_one_'s below; its checkpoints are refused, mesh_checkpoint_problem.)
+    // alone, zero_one_'s below.)
     if (c.zero == 0) {
       optimizer_ = std::make_unique<model::OptimizerState>(c.optimizer, device_, *stream_, range_.count);
       if (!state.optimizer_state.empty()) {  // a resumed run: this range of the whole state
-        // Beside tensor parallelism range_ is in the slice's layout, not the file's: such a
-        // checkpoint is refused before the run (mesh_checkpoint_problem), never read here.
-        if (slices_) throw std::logic_error("a stage beside --tp resumed an optimizer's state");
-        optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
-                            range_.offset);
+        // Beside tensor parallelism range_ is in the slice's layout, not the file's: the
+        // slice of each part first, then the range of that.
+        if (slices_) {
+          const std::vector<float> slice =
+              take_tensor_slices(c.tp, mesh.at().tensor, state.optimizer_state, optimizer_->parts());
+          optimizer_->restore(*stream_, slice.data(), slices_->layout(0).size(), range_.offset);
+          stream_->synchronize();  // `slice` is gone after this
+        } else {
+          optimizer_->restore(*stream_, state.optimizer_state.data(), model::kNumParameters,
+                              range_.offset);
+        }
       }
     }
     if (state.input) queue_.restore(*state.input);  // a resumed run's next global batch
@@ -202,6 +209,10 @@ class StageRank final : public MeshRank {
       zero_one_ = std::make_unique<ZeroOneUpdate>(
           device_, *stream_, mesh.data(), range_.count, c.optimizer,
           state.moving_averages.data() + range_.offset, watchdog);
+      if (!state.optimizer_state.empty()) {  // a resumed run: its shard of this range's state
+        zero_one_->restore_optimizer(state.optimizer_state.data(), model::kNumParameters,
+                                     range_.offset);
+      }
     } else if (c.dp > 1 && range_.count > 0) {
       data_ = std::make_unique<MeshRing>(device_, mesh.data(), range_.count, Reduction::kMean,
                                          watchdog, "data ring");
@@ -277,29 +288,40 @@ class StageRank final : public MeshRank {
     if (slices_) {  // first the tensor group's slices, put together on its rank 0
       mine.params = gather_tensor_slices(mesh_, on_host(params_));
       mine.moving_averages = gather_tensor_slices(mesh_, on_host(averages_));
+      std::vector<std::vector<float>> parts;  // --optimizer's, each laid out as the slice
+      for (int p = 0; p < optimizer_parts_; ++p) {
+        parts.push_back(gather_tensor_slices(mesh_, range_on_host(optimizer_->part(p))));
+      }
       if (mesh_.at().tensor != 0) return;  // its stage's range is on tensor rank 0 now
-      // No optimizer state beside --tp: only SGD, which has none, keeps checkpoints there.
-      gather_state(mesh_.pipeline(), mine, flat_range(), flat_range(), /*parts=*/0, whole);
+      mine.optimizer_state.reserve(parts.size() * model::kNumParameters);
+      for (const std::vector<float>& flat : parts) {
+        mine.optimizer_state.insert(mine.optimizer_state.end(), flat.begin(), flat.end());
+      }
+      gather_state(mesh_.pipeline(), mine, flat_range(), flat_range(), optimizer_parts_, whole);
       return;
     }
     vars_.state_to_host(mine);  // this stage's range of the parameters and moving averages
-    if (zero_ == 1) {
-      // ZeRO-1's averages and optimizer state are shards, not put together (--save-params
-      // reads the parameters alone, and a checkpoint is refused: mesh_checkpoint_problem).
-      // Every stage alike, one without variables too: the gather is a collective.
-      gather_array(mesh_.pipeline(), mine.params, flat_range(), whole.params);
-      return;
+    const auto all = static_cast<std::size_t>(model::kNumParameters);
+    mine.optimizer_state.resize(static_cast<std::size_t>(optimizer_parts_) * all);
+    if (zero_one_) {
+      // ZeRO-1: the replicas' shards of the range's moving averages and optimizer state,
+      // put together on the first replica's stage first (laid out as the range).
+      std::vector<float> averages, state;
+      zero_one_->put_together(averages, state);
+      std::copy(averages.begin(), averages.end(), mine.moving_averages.begin() + range_.offset);
+      for (std::size_t p = 0; p < static_cast<std::size_t>(optimizer_parts_); ++p) {
+        std::copy_n(state.begin() + p * range_.count, range_.count,
+                    mine.optimizer_state.begin() + p * all + range_.offset);
+      }
+    } else if (zero_ == 0) {  // and of --optimizer's own state
+      for (int p = 0; p < optimizer_parts_; ++p) {
+        copy_to_host(*stream_, mine.optimizer_state.data() + static_cast<std::size_t>(p) * all + range_.offset,
+                     optimizer_->part(p), range_.count);
+      }
     }
-    const int parts = optimizer_->parts();  // and of --optimizer's own state
-    mine.optimizer_state.resize(static_cast<std::size_t>(parts) * model::kNumParameters);
-    for (int p = 0; p < parts; ++p) {
-      copy_to_host(*stream_,
-                   mine.optimizer_state.data() + static_cast<std::size_t>(p) * model::kNumParameters +
-                       range_.offset,
-                   optimizer_->part(p), range_.count);
-    }
+    // (A stage without variables at ZeRO-1 has no shards: its empty range joins the gather.)
     const Chunk range{range_.offset, range_.count};
-    gather_state(mesh_.pipeline(), mine, range, range, parts, whole);
+    gather_state(mesh_.pipeline(), mine, range, range, optimizer_parts_, whole);
   }
 
   std::uint64_t bytes_sent(int dimension) const override {
@@ -338,6 +360,14 @@ class StageRank final : public MeshRank {
   // This stage's range of chapter 1's flat layout, as gather_state takes it: the stages'
   // ranges tile the model, gathered on stage 0 (world rank 0 is replica 0's first stage).
   Chunk flat_range() const { return {flat_range_.offset, flat_range_.count}; }
+
+  // The slice with `values` (this stage's range_.count floats on the device, laid out as
+  // the range) at the range's place, zeros elsewhere, on the host.
+  std::vector<float> range_on_host(const float* values) {
+    std::vector<float> host(slices_->layout(0).size(), 0.0f);
+    copy_to_host(*stream_, host.data() + range_.offset, values, range_.count);
+    return host;
+  }
 
   // The replica's batch: the images to the first stage's device, the labels to the last's.
   void read_batch() {
@@ -505,6 +535,7 @@ class StageRank final : public MeshRank {
   int replicas_;      // the data dimension's degree
   int tensor_ranks_;  // the tensor dimension's
   int zero_;          // --zero: at 1 the data ring's halves run apart, and the averages are shards
+  int optimizer_parts_;  // --optimizer's arrays of state (OptimizerState::parts)
   std::unique_ptr<model::OptimizerState> optimizer_;
   std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
   std::vector<MPI_Request> activation_requests_, gradient_requests_;

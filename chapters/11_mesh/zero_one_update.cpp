@@ -3,7 +3,7 @@
 
 #include "model/ops.hpp"
 #include "mpi/mpi_check.hpp"
-#include "parallel/one_device_variables.hpp"  // copy_from_host
+#include "parallel/one_device_variables.hpp"  // copy_from_host, copy_to_host
 
 namespace towers {
 namespace {
@@ -19,6 +19,7 @@ int ranks_of(MPI_Comm data) {
 ZeroOneUpdate::ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std::size_t count,
                              model::Optimizer optimizer, const float* averages, Watchdog& watchdog)
     : stream_(stream),
+      data_(data),
       count_(count),
       // One replica has nothing to meet: the plan counts no data ring beside a tensor
       // rank's or a stage's, as at ZeRO-0.
@@ -46,6 +47,48 @@ void ZeroOneUpdate::update(int step, std::int64_t global_step, float learning_ra
   optimizer_.apply(stream_, global_step, learning_rate, grads + shard_.offset, shard);
   ops::ema_update(stream_, static_cast<int>(shard_.size), decay, shard, averages_.as<float>());
   if (halves_) halves_->all_gather({&params, 1}, count_, {&stream, 1});
+}
+
+void ZeroOneUpdate::restore_optimizer(const float* whole, std::size_t whole_count,
+                                      std::size_t offset) {
+  optimizer_.restore(stream_, whole, whole_count, offset + shard_.offset);
+  stream_.synchronize();  // `whole` may go once this returns
+}
+
+void ZeroOneUpdate::put_together(std::vector<float>& averages,
+                                 std::vector<float>& optimizer_state) {
+  const auto parts = static_cast<std::size_t>(optimizer_.parts());
+  averages.assign(count_, 0.0f);
+  optimizer_state.assign(parts * count_, 0.0f);
+  if (shard_.size > 0) {  // this rank's shard, at its place in each array
+    copy_to_host(stream_, averages.data() + shard_.offset, averages_.as<float>(), shard_.size);
+    for (std::size_t p = 0; p < parts; ++p) {
+      copy_to_host(stream_, optimizer_state.data() + p * count_ + shard_.offset,
+                   optimizer_.part(static_cast<int>(p)), shard_.size);
+    }
+  }
+  gather_shards(averages.data());
+  for (std::size_t p = 0; p < parts; ++p) gather_shards(optimizer_state.data() + p * count_);
+}
+
+void ZeroOneUpdate::gather_shards(float* array) const {
+  int ranks = 1, rank = 0;
+  MPI_CHECK(MPI_Comm_size(data_, &ranks));
+  MPI_CHECK(MPI_Comm_rank(data_, &rank));
+  // Every replica's shard, as shard_of() gives it: the chunks tile the `count_` variables.
+  std::vector<int> counts, offsets;
+  for (int r = 0; r < ranks; ++r) {
+    const Chunk shard = ring_chunk(count_, ranks, (r + 1) % ranks);
+    counts.push_back(static_cast<int>(shard.size));
+    offsets.push_back(static_cast<int>(shard.offset));
+  }
+  if (rank == 0) {  // rank 0's own shard is in place already
+    MPI_CHECK(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_FLOAT, array, counts.data(), offsets.data(),
+                          MPI_FLOAT, 0, data_));
+  } else {
+    MPI_CHECK(MPI_Gatherv(array + shard_.offset, static_cast<int>(shard_.size), MPI_FLOAT, nullptr,
+                          nullptr, nullptr, MPI_FLOAT, 0, data_));
+  }
 }
 
 }  // namespace towers

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "model/optimizer_kind.hpp"
 #include "model/optimizer_state.hpp"
@@ -53,6 +54,19 @@ class ZeroOneUpdate {
   void update(int step, std::int64_t global_step, float learning_rate, float decay,
               float* grads, float* params);
 
+  /// A resumed run's --optimizer state for the `count` variables: `whole` holds the
+  /// optimizer's parts, `whole_count` floats apart, each laid out as the variables from
+  /// `offset` on (for a stage's range of TrainingState::optimizer_state: kNumParameters and
+  /// the range's offset). This rank takes its shard of each part. Waits for the copy.
+  void restore_optimizer(const float* whole, std::size_t whole_count, std::size_t offset);
+
+  /// The replicas' shards put together on rank 0 of the data communicator, laid out as the
+  /// `count` variables: `averages` (count floats) and `optimizer_state` (--optimizer's parts
+  /// one after another, count floats each). On the other ranks both are as large and hold
+  /// this rank's shard alone (the caller's next collective wants equal sizes everywhere).
+  /// A collective over the data communicator, between steps (MeshRank::put_together).
+  void put_together(std::vector<float>& averages, std::vector<float>& optimizer_state);
+
   /// The variables this rank updates (and keeps the state of), of the `count`.
   Chunk shard() const { return shard_; }
   /// Bytes this rank has sent so far on the data dimension (read after the stream has
@@ -60,7 +74,12 @@ class ZeroOneUpdate {
   std::uint64_t bytes_sent() const { return halves_ ? halves_->bytes_sent() : 0; }
 
  private:
+  // One array of `count_` floats holding this rank's shard at its place: every replica's
+  // shard into it on rank 0 of the data communicator.
+  void gather_shards(float* array) const;
+
   Stream& stream_;
+  MPI_Comm data_;
   std::size_t count_;
   std::unique_ptr<MeshShards> halves_;  // null with one replica
   Chunk shard_;
