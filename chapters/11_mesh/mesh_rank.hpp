@@ -36,8 +36,9 @@ class MeshRank {
   /// (model::kNumParameters floats; --save-params reads them); `moving_averages` and
   /// `optimizer_state` (--optimizer's own floats for every parameter, empty for SGD) only
   /// on the meshes mesh_checkpoint_problem lists. Elsewhere they are not put together:
-  /// ZeRO-1 beside --tp or --pp gives the parameters alone (its averages and optimizer
-  /// state are shards), and a stage beside --tp puts no optimizer state together. On the
+  /// ZeRO-1 beside --tp or --pp and ZeRO-2 beside --tp give the parameters alone (their
+  /// averages and optimizer state are shards), and a stage beside --tp puts no optimizer
+  /// state together. On the
   /// other ranks `whole` may be written or left as it was, and means nothing; its
   /// global_step, input and optimizer are left as they are on every rank. The way back is
   /// the constructor's: each kind takes its part of a whole state (its copy, slice, range
