@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
                "bytes per device per ledger category, bytes on the wire per step per dimension, "
                "the bubble and the numerics class (--plan). Without --plan, mpirun -n N 11_mesh "
                "--dp a --tp b --pp c runs the composed mesh (data x tensor x pipeline, --pp at "
-               "most 4 beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, ZeRO-1 "
-               "to 3 with data parallelism alone; host backend) and prints the plan beside what "
+               "most 4 beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, ZeRO-2 "
+               "beside --tp, ZeRO-1 to 3 with data parallelism alone; host backend) and prints the plan beside what "
                "it measured; it saves and resumes chapter 1's checkpoints (--checkpoint-dir, "
                "--resume), the optimizer's state included, on the meshes its tests prove."};
   MeshConfig config;
@@ -175,8 +175,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(whole_number(1, 64, "stages"));
   app.add_option("--zero", config.zero,
                  "ZeRO stage on the data dimension (chapter 8): 0..3; 1 beside --tp or --pp "
-                 "(each replica shards its slice or its stage's range), 2 and 3 with --tp 1 "
-                 "--pp 1 only")
+                 "(each replica shards its slice or its stage's range), 2 beside --tp (its "
+                 "slice's gradients too), 3 with --tp 1 --pp 1 only")
       ->capture_default_str()->check(whole_number(0, kMaxZeroStage, "(a ZeRO stage: 0, 1, 2 or 3)"));
   app.add_option("--schedule", schedule_name, "pipeline schedule: gpipe or 1f1b")
       ->capture_default_str()->check(CLI::IsMember({"gpipe", "1f1b"}));

@@ -13,7 +13,8 @@
 //                                 the replica's batch, g and f over the tensor ring, then
 //                                 the slice's gradients averaged over the data ring, and
 //                                 --optimizer's update of the slice (--zero 1: the update
-//                                 of its shard between the ring's halves,
+//                                 of its shard between the ring's halves; --zero 2: the
+//                                 same, the shard's gradients kept apart,
 //                                 zero_one_update.hpp).
 //   StageRank   (pp > 1)          chapter 9's stage in a process of its own (stage_rank.cpp);
 //                                 with tp > 1 its variables a slice, and chapter 10's
@@ -178,12 +179,13 @@ class TensorRank final : public MeshRank {
         Reduction::kSum, watchdog, "tensor ring");
     tensor_ = tensor.get();
     split_ = std::make_unique<TensorSplit>(set.towers, slices_, std::move(tensor), "ring");
-    if (c.zero == 1) {  // the slice's moving averages start as the state's
+    if (c.zero >= 1) {  // the slice's moving averages start as the state's
       std::vector<float> averages(slices_.layout(0).size());
       slices_.layout(0).take(state.moving_averages.data(), averages.data());
+      // ZeRO-2 keeps its shard of the slice's gradients too (mesh_problem refuses ZeRO-3).
       zero_one_ = std::make_unique<ZeroOneUpdate>(*tower_.device, *tower_.stream, mesh.data(),
                                                   averages.size(), c.optimizer, averages.data(),
-                                                  watchdog);
+                                                  watchdog, /*keep_gradient_shard=*/c.zero == 2);
     } else if (c.dp > 1) {
       data_ = std::make_unique<MeshRing>(*tower_.device, mesh.data(), slices_.layout(0).size(),
                                          Reduction::kMean, watchdog, "data ring");
@@ -207,7 +209,7 @@ class TensorRank final : public MeshRank {
     s.f();
     s.backward_convolutions(0);
     float* params = slices_.params(0);
-    if (zero_one_) {  // the replicas meet, each updating its shard of the slice
+    if (zero_one_) {  // the replicas meet, each updating its shard of the slice (ZeRO-1, 2)
       zero_one_->update(step, global_step, model::learning_rate(global_step, steps_per_decay_),
                         model::moving_average_decay(global_step), slices_.grads(0), params);
       return;
@@ -313,7 +315,7 @@ class TensorRank final : public MeshRank {
   std::unique_ptr<TensorSplit> split_;
   std::unique_ptr<MeshRing> data_;
   model::OptimizerState optimizer_;
-  std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1: in place of data_ and optimizer_
+  std::unique_ptr<ZeroOneUpdate> zero_one_;  // --zero 1 and 2: in place of data_ and optimizer_
 };
 
 constexpr std::array<MemoryCategory, 7> kCategories = {
@@ -449,8 +451,8 @@ std::string mesh_rank_map(const MeshShape& shape) {
 std::string mesh_run_problem(const MeshConfig& c) {
   const std::string today = "the composed run covers data x tensor x pipeline today "
                             "(--optimizer sgd, momentum or adam; --zero 0, --zero 1 beside "
-                            "--tp or --pp, and --zero 1 to 3 with data parallelism alone; --pp "
-                            "up to 4 beside --tp; the host backend); ";
+                            "--tp or --pp, --zero 2 beside --tp, and --zero 1 to 3 with data "
+                            "parallelism alone; --pp up to 4 beside --tp; the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
   if (c.pp > 1 && c.tp > 1 && !split_layers_on_one_stage(c.pp)) {
     return today + "--pp " + std::to_string(c.pp) + " cuts between local3 and softmax_linear, "
@@ -475,8 +477,10 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   // test proves its file.
   const bool data_alone = c.tp == 1 && c.pp == 1;
   const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;
+  const bool tensor_alone = c.tp > 1 && c.pp == 1;  // beside data parallelism
   const bool proven = !c.hybrid && (c.zero == 0 || data_alone ||
-                                    (c.zero == 1 && !pipeline_by_tensor));
+                                    (c.zero == 1 && !pipeline_by_tensor) ||
+                                    (c.zero == 2 && tensor_alone));
   if (proven) return "";
   std::string what;
   if (c.zero > 0 && !data_alone) {
@@ -487,8 +491,8 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   if (c.hybrid) what += std::string(what.empty() ? "" : ", and ") + "--hybrid";
   return "--checkpoint-dir: the composed run's checkpoints are put together and proven (kill "
          "-9 of a rank, --resume, byte for byte), with any --optimizer, for data x tensor x "
-         "pipeline at --zero 0, for data x tensor and data x pipeline at --zero 0 and 1, and "
-         "for data parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
+         "pipeline at --zero 0, for data x tensor at --zero 0 to 2, for data x pipeline at "
+         "--zero 0 and 1, and for data parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
          "might lack a rank's part of the state and resume another run. Drop --checkpoint-dir "
          "and the resume flags, or run one of the meshes above.";
 }

@@ -42,8 +42,8 @@ std::string mesh_run_problem(const MeshConfig& config);
 /// holds the whole state (parameters, moving averages, --optimizer's own state, put
 /// together from every rank's copy, slice, range or shard); the meshes whose every kind of
 /// rank does that are a positive list, the ones chapter11_resume_test proves: data x
-/// tensor x pipeline at ZeRO-0, data x tensor and data x pipeline at ZeRO-0 and 1, data
-/// alone at ZeRO-0 to 3, any optimizer (every mesh mesh_run_problem accepts today). Any
+/// tensor x pipeline at ZeRO-0, data x tensor at ZeRO-0 to 2, data x pipeline at ZeRO-0
+/// and 1, data alone at ZeRO-0 to 3, any optimizer (every mesh mesh_run_problem accepts today). Any
 /// other mesh (--hybrid, or a kind of rank added later) is refused before it starts, since
 /// its file might lack a part and resume a different run. The same on every rank.
 std::string mesh_checkpoint_problem(const MeshConfig& config, const CheckpointFlags& checkpoints);

@@ -17,7 +17,8 @@ int ranks_of(MPI_Comm data) {
 }  // namespace
 
 ZeroOneUpdate::ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std::size_t count,
-                             model::Optimizer optimizer, const float* averages, Watchdog& watchdog)
+                             model::Optimizer optimizer, const float* averages, Watchdog& watchdog,
+                             bool keep_gradient_shard)
     : stream_(stream),
       data_(data),
       count_(count),
@@ -32,6 +33,9 @@ ZeroOneUpdate::ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std:
   if (shard_.size == 0) return;
   averages_ = device.allocate(shard_.size * sizeof(float), MemoryCategory::kOptimizerState);
   copy_from_host(stream, averages_.as<float>(), averages + shard_.offset, shard_.size);
+  if (keep_gradient_shard) {
+    gradient_shard_ = device.allocate(shard_.size * sizeof(float), MemoryCategory::kGradients);
+  }
   stream.synchronize();
 }
 
@@ -42,9 +46,16 @@ void ZeroOneUpdate::update(int step, std::int64_t global_step, float learning_ra
     halves_->set_step(step);
     halves_->reduce_scatter({&grads, 1}, count_, {&stream, 1});
   }
-  // Chapter 8's ZeRO-1 update, on the shard alone.
+  // Chapter 8's ZeRO-1 update, on the shard alone; ZeRO-2 keeps the shard's mean apart
+  // first, and the whole buffer is scratch from here on.
+  const float* mean = grads + shard_.offset;
+  if (!gradient_shard_.empty()) {
+    stream_.copy(gradient_shard_.as<float>(), mean, shard_.size * sizeof(float),
+                 "keep gradient shard");
+    mean = gradient_shard_.as<float>();
+  }
   float* shard = params + shard_.offset;
-  optimizer_.apply(stream_, global_step, learning_rate, grads + shard_.offset, shard);
+  optimizer_.apply(stream_, global_step, learning_rate, mean, shard);
   ops::ema_update(stream_, static_cast<int>(shard_.size), decay, shard, averages_.as<float>());
   if (halves_) halves_->all_gather({&params, 1}, count_, {&stream, 1});
 }

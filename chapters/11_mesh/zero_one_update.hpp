@@ -14,6 +14,18 @@
 // cuts and every rule is element-wise, so the parameters are ZeRO-0's bits
 // (chapter11_run_test); the bytes on the wire are the all-reduce's, 2(dp-1) x count floats
 // over the replicas. With one replica there is no ring: the shard is every variable.
+//
+// ZeRO-2 beside tensor parallelism (a tensor rank's slice, mesh_run.cpp) is the same
+// update with one buffer more: the reduce-scatter's mean of this rank's shard is copied
+// into a gradient shard of its own (MemoryCategory::kGradients, ceil(count / dp) floats
+// on the largest shard) and the update reads it there, so the bits are ZeRO-1's. What
+// the step keeps of its gradients is that shard; the slice's whole gradient buffer, which
+// chapter 10's backward writes layer by layer at their places in the slice, is scratch
+// after the reduce-scatter, kept allocated for the next step's backward as chapter 8
+// keeps its buckets and ZeRO-3's whole buffer (zero_gradients.hpp). The ledger's peak is
+// then count + ceil(count / dp): more than ZeRO-1's count, honestly so (the plan says why,
+// mesh_plan.hpp). Chapter 8 saves memory at its peak only where its buckets are small
+// beside the model; chapter 10's backward has no buckets.
 // Host backend, as MeshShards. Used from the training thread. Introduced in chapter 11.
 #pragma once
 
@@ -41,16 +53,19 @@ class ZeroOneUpdate {
   /// `count` floats laid out as the variables). Allocates on `device` this rank's shard of
   /// the moving averages and --optimizer's own state for it (MemoryCategory::
   /// kOptimizerState), and with more than one replica the ring's receive buffer
-  /// (MeshShards: communication). Copies through `stream`, and waits.
+  /// (MeshShards: communication). With `keep_gradient_shard` (ZeRO-2) also this rank's
+  /// shard of the gradients (kGradients). Copies through `stream`, and waits.
   ZeroOneUpdate(Device& device, Stream& stream, MPI_Comm data, std::size_t count,
-                model::Optimizer optimizer, const float* averages, Watchdog& watchdog);
+                model::Optimizer optimizer, const float* averages, Watchdog& watchdog,
+                bool keep_gradient_shard = false);
 
   /// Enqueues on the stream step `step`'s (global step `global_step`) update of the
   /// `count` variables at `params` from the replica's gradients at `grads` (both on the
   /// device, laid out alike): the mean of this rank's shard over the replicas, the update
   /// and moving averages of the shard at `learning_rate` and `decay`, every replica's
   /// shard of the parameters gathered. Afterwards `params` is every replica's, `grads`
-  /// scratch.
+  /// scratch (ZeRO-2: the mean of the shard is kept in the gradient shard, and the update
+  /// reads it there).
   void update(int step, std::int64_t global_step, float learning_rate, float decay,
               float* grads, float* params);
 
@@ -85,6 +100,7 @@ class ZeroOneUpdate {
   Chunk shard_;
   model::OptimizerState optimizer_;
   Buffer averages_;  // the shard's moving averages
+  Buffer gradient_shard_;  // ZeRO-2: the mean of the shard's gradients; empty at ZeRO-1
 };
 
 }  // namespace towers

@@ -72,8 +72,11 @@ CategoryBytes stage_bytes(const MeshConfig& c, const std::vector<StageLayers>& s
   at(bytes, MemoryCategory::kParameters) = kFloat * (c.zero >= 3 ? shard + window : p);
   // Gradients: P whole (a pipeline stage also sums its micro-batches' into a second P);
   // ZeRO-2: the shard and the largest bucket; ZeRO-3: the shard and the whole buffer.
+  // ZeRO-2 beside tensor parallelism: the shard and the slice's whole buffer, which
+  // chapter 10's backward writes (it has no buckets: zero_one_update.hpp), so more than
+  // ZeRO-1's P at the peak; what the step keeps of its gradients is the shard.
   std::int64_t gradients = pipeline ? 2 * p : p;
-  if (c.zero == 2) gradients = shard + largest_bucket(c.bucket_mb);
+  if (c.zero == 2) gradients = shard + (c.tp > 1 ? p : largest_bucket(c.bucket_mb));
   if (c.zero == 3) gradients = shard + p;
   at(bytes, MemoryCategory::kGradients) = kFloat * gradients;
   // Optimizer state: the moving averages and the optimizer's own, sharded from ZeRO-1.
@@ -189,10 +192,16 @@ std::string mesh_problem(const MeshConfig& c) {
   if (c.zero < 0 || c.zero > kMaxZeroStage) {
     return "--zero " + std::to_string(c.zero) + " is not a ZeRO stage; use 0, 1, 2 or 3";
   }
-  if (c.zero >= 2 && (c.tp > 1 || c.pp > 1)) {
-    return "--zero " + std::to_string(c.zero) + " is planned for data parallelism alone (chapter "
-           "8's buckets and layer gathers cover the whole model, not a tensor slice or a stage); "
-           "use --zero 0 or 1 with --tp or --pp above 1";
+  if (c.zero == 3 && (c.tp > 1 || c.pp > 1)) {
+    return "--zero 3 is planned for data parallelism alone (chapter 8's layer gathers fetch "
+           "whole layers of the flat model, not a tensor slice's columns or a stage's range); "
+           "use --zero 2 beside --tp (with --pp 1), or --zero 1 beside --tp or --pp";
+  }
+  if (c.zero == 2 && c.pp > 1) {
+    return "--zero 2 is planned for data parallelism and beside --tp, not beside a pipeline (a "
+           "stage sums its micro-batches' gradients over its range in buffers of its own, and "
+           "no run keeps a shard of them yet); use --zero 1 with --pp above 1, which shards "
+           "each stage's range";
   }
   if (c.batch < 1) return "--batch-size is at least 1";
   if (c.micro_batches < 1) return "--micro-batches is at least 1";
@@ -261,12 +270,13 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   const bool chapter8 = c.tp == 1 && c.pp == 1;
   // 11_mesh's composed run: data x tensor x pipeline at ZeRO-0 (a pipeline beside tensor
   // parallelism where local3 to softmax_linear stay on one stage), ZeRO-1 beside tensor or
-  // pipeline parallelism, and every ZeRO stage on data parallelism alone, with every
-  // optimizer (chapter11_run_test holds it).
+  // pipeline parallelism, ZeRO-2 beside tensor parallelism, and every ZeRO stage on data
+  // parallelism alone, with every optimizer (chapter11_run_test holds it).
   const bool one_beside_data = c.pp == 1 || c.tp == 1;
   const bool composed_run =
       (one_beside_data || split_layers_on_one_stage(c.pp)) && !c.hybrid &&
-      (c.zero == 0 || chapter8 || (c.zero == 1 && one_beside_data));
+      (c.zero == 0 || chapter8 || (c.zero == 1 && one_beside_data) ||
+       (c.zero == 2 && c.pp == 1));
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;
@@ -346,6 +356,10 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   }
   if (c.zero == 1 && !chapter8) {  // the update moved between the ring's halves, nothing else
     plan.numerics_reference += "; --zero 1 is --zero 0's bits (chapter11_run_test)";
+  }
+  if (c.zero == 2 && !chapter8) {  // ZeRO-1's update, reading a copy of the shard's mean
+    plan.numerics_reference += "; --zero 2 is --zero 1's bits, and --zero 1 --zero 0's "
+                               "(chapter11_run_test)";
   }
   if (!plan.held_by_run) plan.numerics_reference += "; composed mesh: a prediction";
   return plan;

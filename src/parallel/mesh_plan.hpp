@@ -16,7 +16,9 @@
 //                largest shard, is the largest device's; a pipeline stage's ZeRO-1 shards
 //                its range, ceil(range/dp)), with chapter 8's transients:
 //                the largest gradient bucket at stage 2, the whole gradient buffer and
-//                LayerGather's window at 3.
+//                LayerGather's window at 3. Beside tensor parallelism ZeRO-2 keeps the
+//                slice's gradient shard beside the whole slice chapter 10's backward
+//                writes (it has no buckets): P + ceil(P/dp) gradients, more than ZeRO-1's P.
 //   activations  chapter 4's Network for the images a device sees (its batch b, or a
 //                micro-batch b/m, once per stashed micro-batch on a pipeline stage), the
 //                batch's images and labels, and chapter 10's split activations.
@@ -33,12 +35,13 @@
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
 // the plan to its run category by category. A mesh of data x tensor x pipeline (ZeRO-0,
 // every optimizer; with tp and pp both above 1 where local3 to softmax_linear stay on one
-// stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism, and data parallelism
-// alone at every ZeRO stage run as 11_mesh's composed run, and chapter11_run_test holds
-// the plan to it the same way. ZeRO-1 beside both tensor and pipeline parallelism and a
-// pipeline cut between local3 and local4 beside tensor parallelism have no run yet: their
-// plan composes the same forms, and `held_by_run` says so. ZeRO 2-3 beside either is not
-// planned at all: mesh_problem refuses it.
+// stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism, ZeRO-2 beside tensor
+// parallelism, and data parallelism alone at every ZeRO stage run as 11_mesh's composed
+// run, and chapter11_run_test holds the plan to it the same way. ZeRO-1 beside both
+// tensor and pipeline parallelism and a pipeline cut between local3 and local4 beside
+// tensor parallelism have no run yet: their plan composes the same forms, and
+// `held_by_run` says so. ZeRO-2 beside a pipeline and ZeRO-3 beside either is not planned
+// at all: mesh_problem refuses it.
 #pragma once
 
 #include <array>
@@ -74,8 +77,8 @@ struct MeshConfig {
 
 /// What is wrong with `config` as a sentence that says what to change, or "" when the
 /// plan can be made: degrees >= 1; tp dividing 192 (so 384 too: local4's outputs and
-/// local3's columns); pp at most the model's 9 layers; zero 0..3, and 2 or 3 only on a
-/// mesh of data parallelism alone (chapter 8's buckets and layer gathers are whole-model);
+/// local3's columns); pp at most the model's 9 layers; zero 0..3, 2 only with pp = 1 and
+/// 3 only on a mesh of data parallelism alone (chapter 8's layer gathers are whole-model);
 /// micro-batches dividing the batch and above 1 only with pp > 1; gpipe or 1f1b (the real
 /// model has no interleaved chunks); the hybrid only with dp = pp = 1 and ZeRO-0.
 std::string mesh_problem(const MeshConfig& config);
@@ -107,8 +110,8 @@ struct MeshPlan {
   std::string numerics_reference;  ///< the run it matches and the test that holds it
   /// A program runs this mesh and a test holds the plan to it: a 1-D mesh (chapters 8-10),
   /// data x tensor x pipeline at ZeRO-0 (split_layers_on_one_stage where tp and pp are
-  /// both above 1), data x tensor or data x pipeline at ZeRO-1, or data parallelism alone
-  /// at any ZeRO stage (11_mesh's composed run, every optimizer).
+  /// both above 1), data x tensor or data x pipeline at ZeRO-1, data x tensor at ZeRO-2,
+  /// or data parallelism alone at any ZeRO stage (11_mesh's composed run, every optimizer).
   bool held_by_run = false;
   /// Bytes per step on every dimension together.
   std::int64_t total_wire() const { return wire_data + wire_tensor + wire_pipeline; }

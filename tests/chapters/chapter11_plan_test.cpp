@@ -374,6 +374,33 @@ TEST(MeshPlanForms, ZeroOneOnAPipelineShardsEachStagesRange) {
   EXPECT_EQ(stage_state(adam, 1), 0) << "chapter 9's most even split of 4 has a stage of norms";
 }
 
+// ZeRO-2 beside tensor parallelism is ZeRO-1's update with the shard's gradients kept
+// apart: the same parameters, optimizer state, activations, rings and wire, and the
+// gradients the slice's whole buffer (chapter 10's backward writes it) plus the shard,
+// ceil(P/dp) on the largest replica: more than ZeRO-1 at the peak, and a run holds it.
+TEST(MeshPlanForms, ZeroTwoBesideTensorKeepsTheShardBesideTheWholeSlice) {
+  for (const MeshConfig& two : {mesh(2, 2, 1, 2), mesh(3, 2, 1, 2, 1, kBatch, model::Optimizer::kAdam),
+                                mesh(1, 4, 1, 2)}) {
+    MeshConfig one_config = two;
+    one_config.zero = 1;
+    const MeshPlan plan = make_mesh_plan(two), one = make_mesh_plan(one_config);
+    const std::int64_t p = tensor_slice_floats(two.tp);
+    const std::int64_t shard = (p + two.dp - 1) / two.dp;
+    EXPECT_EQ(planned(plan, MemoryCategory::kGradients), 4 * (p + shard)) << two.dp << "x" << two.tp;
+    EXPECT_EQ(planned(one, MemoryCategory::kGradients), 4 * p);
+    for (MemoryCategory category : {MemoryCategory::kParameters, MemoryCategory::kOptimizerState,
+                                    MemoryCategory::kActivations, MemoryCategory::kCommunication,
+                                    MemoryCategory::kOther}) {
+      EXPECT_EQ(planned(plan, category), planned(one, category)) << category_name(category);
+    }
+    EXPECT_EQ(plan.wire_data, one.wire_data);
+    EXPECT_EQ(plan.wire_tensor, one.wire_tensor);
+    EXPECT_TRUE(plan.held_by_run);
+    EXPECT_NE(plan.numerics_reference.find("--zero 2 is --zero 1's bits"), std::string::npos)
+        << plan.numerics_reference;
+  }
+}
+
 TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
   struct Refused {
     MeshConfig config;
@@ -383,8 +410,11 @@ TEST(MeshPlanForms, WhatThePlanRefusesSaysWhatToChange) {
       {mesh(1, 5, 1, 0), "--tp 5 does not divide"},
       {mesh(1, 128, 1, 0), "--tp 128 does not divide"},  // divides 384, not 192
       {mesh(1, 1, 10, 0), "use at most 9"},
-      {mesh(1, 2, 1, 2), "--zero 2 is planned for data parallelism alone"},
+      {mesh(1, 1, 2, 2, 2, 8), "--zero 2 is planned for data parallelism and beside --tp, not "
+                               "beside a pipeline"},
+      {mesh(2, 2, 2, 2, 2, 8), "use --zero 1 with --pp above 1"},
       {mesh(1, 1, 2, 3, 2, 8), "--zero 3 is planned for data parallelism alone"},
+      {mesh(2, 2, 1, 3), "use --zero 2 beside --tp (with --pp 1)"},
       {mesh(2, 1, 1, 0, 2, 8), "with --pp 1 there is none"},
       {mesh(1, 1, 2, 0, 3, 8), "not a multiple of --micro-batches 3"},
       {mesh(0, 1, 1, 0), "at least 1"},
@@ -468,7 +498,9 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
                                       "planned, not run"},
            // ZeRO-1 beside tensor or pipeline parallelism runs: only the job's size is wrong.
            {"--tp 2 --zero 1", "start it with mpirun -n 2"},
-           {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism alone"},
+           {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism and beside --tp, not "
+                               "beside a pipeline"},
+           {"--tp 2 --zero 2", "start it with mpirun -n 2"},  // ZeRO-2 beside --tp runs
            {"--pp 2 --micro-batches 2 --zero 1", "start it with mpirun -n 2"},
 #else
            // A build without MPI has no composed run: only --plan.
@@ -494,9 +526,9 @@ TEST(MeshProgram, HelpSaysWhatRunsToday) {
   const ProgramRun r = run("11_mesh", "--help");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("runs the composed mesh (data x tensor x pipeline, --pp at most 4 "
-                          "beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, ZeRO-1 "
-                          "to 3 with data "
-                          "parallelism alone; host backend)"),
+                          "beside --tp; SGD, momentum or Adam; ZeRO-1 beside --tp or --pp, "
+                          "ZeRO-2 beside --tp, ZeRO-1 to 3 with data parallelism alone; host "
+                          "backend)"),
             std::string::npos) << r.output;
 }
 

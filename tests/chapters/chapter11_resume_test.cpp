@@ -131,6 +131,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Mesh{2, 1, 1, 1, "data2_zero3_adam", "--zero 3 --optimizer adam"},
                       Mesh{1, 2, 2, 3, "tensor2_x_pipeline2_adam", "--optimizer adam"},
                       Mesh{2, 2, 1, 3, "data2_x_tensor2_zero1_adam", "--zero 1 --optimizer adam"},
+                      Mesh{2, 2, 1, 1, "data2_x_tensor2_zero2_momentum", "--zero 2 --optimizer momentum"},
                       Mesh{2, 1, 2, 1, "data2_x_pipeline2_zero1_adam", "--zero 1 --optimizer adam"}),
     [](const ::testing::TestParamInfo<Mesh>& info) { return std::string(info.param.name); });
 

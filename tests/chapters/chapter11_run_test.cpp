@@ -3,9 +3,10 @@
 // the chapters it composes.
 //
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
-// runs today (data x tensor x pipeline; one with GPipe), and eighteen meshes with
-// momentum or Adam on every kind of rank, ZeRO-1 to 3 on data parallelism alone and
-// ZeRO-1 beside tensor and pipeline parallelism (and 2x1x4 at ZeRO-1 among the eight),
+// runs today (data x tensor x pipeline; one with GPipe), and twenty meshes with
+// momentum or Adam on every kind of rank, ZeRO-1 to 3 on data parallelism alone,
+// ZeRO-1 beside tensor and pipeline parallelism and ZeRO-2 beside tensor parallelism
+// (and 2x1x4 at ZeRO-1 among the eight),
 // two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
@@ -14,7 +15,8 @@
 // for bit (the same sums in the same order, now between processes); data parallelism
 // alone is chapter 5's 05_ranks with the ring, bit for bit, and with ZeRO-1 to 3 or
 // momentum or Adam chapter 8's 08_sharded, bit for bit; ZeRO-1 beside tensor or pipeline
-// parallelism is the same mesh at ZeRO-0, bit for bit; the pipeline alone chapter 9's
+// parallelism is the same mesh at ZeRO-0, bit for bit, and ZeRO-2 beside tensor
+// parallelism the same mesh at ZeRO-1; the pipeline alone chapter 9's
 // 09_pipeline --model cifar, bit for bit, and with momentum or Adam (one micro-batch)
 // 08_sharded's one tower; data x tensor stays within chapter 10's bound of chapter 5 (the
 // tensor ranks cut local4's sums, as in chapter 10); data x pipeline is the plan's
@@ -183,9 +185,9 @@ INSTANTIATE_TEST_SUITE_P(OneTwoAndFourDevices, PlanMatchesRun,
                          shape_name);
 
 // The optimizers that keep state, on every kind of rank (ZeRO-0; a pipeline beside --tp
-// too), ZeRO-1 to 3 on data parallelism alone, every optimizer, and ZeRO-1 beside the
+// too), ZeRO-1 to 3 on data parallelism alone, every optimizer, ZeRO-1 beside the
 // tensor split (each rank's slice sharded over the replicas) and beside a pipeline (each
-// stage's range sharded); three replicas shard Ψ unevenly (one element more for the
+// stage's range sharded), and ZeRO-2 beside the tensor split (its gradients too); three replicas shard Ψ unevenly (one element more for the
 // first shard), the largest device's shard then the plan's ceil(Ψ/3) (ZeRO-1 with three
 // replicas beside tensor and pipeline parallelism:
 // MeshBits.ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit holds its runs to the plan
@@ -202,6 +204,8 @@ std::vector<Shape> optimizer_and_zero_shapes() {
       {1, 2, 2, "gpipe", 0, "adam"},  // a pipeline beside --tp: the split stage's own state
       {1, 2, 1, "1f1b", 1, "sgd"},      {2, 2, 1, "1f1b", 1, "adam"},
       {2, 1, 2, "gpipe", 1, "momentum"},
+      // ZeRO-2 beside the tensor split: the slice's gradient shard beside its whole buffer.
+      {2, 2, 1, "1f1b", 2, "sgd"},      {1, 4, 1, "1f1b", 2, "adam"},
   };
 }
 
@@ -222,9 +226,9 @@ INSTANTIATE_TEST_SUITE_P(EightDevices, PlanMatchesRun, ::testing::ValuesIn(eight
 
 TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
   // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x2x2, 1x1x4
-  // and 2x1x2 with GPipe: what the first instantiation runs. Eighteen with optimizers
+  // and 2x1x2 with GPipe: what the first instantiation runs. Twenty with optimizers
   // and ZeRO; and 2x1x4 at ZeRO-1 among the eight.
-  EXPECT_EQ(optimizer_and_zero_shapes().size(), 18u);
+  EXPECT_EQ(optimizer_and_zero_shapes().size(), 20u);
   EXPECT_EQ(eight_device_shapes().size(), 11u);
   EXPECT_EQ(shapes_of_1_2_4().size(), 11u);
   // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x2x2, 2x1x4, 1x8x1, 1x4x2, 1x2x4, 1x1x8: all ten.
@@ -325,6 +329,27 @@ TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
   EXPECT_FALSE(same_bits(params[2], params[3]));
 }
 
+// Mesh `s` (a ZeRO stage above 0) and the same mesh at ZeRO stage `reference`, each run at
+// kSmall saving its parameters: the same bits, and the run trained (its parameters are
+// not the fresh ones). The run of `s` is held to its plan as PlanMatchesRun holds the
+// others.
+void expect_same_bits_as_stage(const Shape& s, int reference) {
+  Shape other = s;
+  other.zero = reference;
+  std::vector<std::vector<float>> params;
+  for (const Shape& run : {other, s}) {
+    const auto file = temp_file("bits-" + shape_name({run, 0}));
+    const RankRun r = run_ranks("11_mesh", run.dp * run.tp * run.pp,
+                                args_of(run) + kSmall + "--save-params " + file.string());
+    if (run.zero == s.zero) expect_run_holds_plan(run, r);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    params.push_back(saved_params(file));
+  }
+  EXPECT_TRUE(same_bits(params[0], params[1])) << shape_name({s, 0});
+  // And the run trained: the update is not lost on either side.
+  EXPECT_FALSE(same_bits(params[1], fresh_state(1).params)) << shape_name({s, 0});
+}
+
 // ZeRO-1 beside the tensor split and beside a pipeline: the same mesh at ZeRO-0, bit for
 // bit. The update moved between the data ring's two halves, cut into the chunks the
 // ZeRO-0 ring cuts from the same buffer (a tensor rank's slice, a stage's range), and
@@ -336,21 +361,15 @@ TEST(MeshBits, DataAloneWithZeroAndOptimizersIsChapter8sBitForBit) {
 TEST(MeshBits, ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit) {
   for (const Shape& one : {Shape{3, 2, 1, "1f1b", 1, "adam"}, Shape{3, 1, 2, "1f1b", 1, "momentum"},
                            Shape{1, 1, 4, "1f1b", 1, "adam"}}) {
-    Shape zero = one;
-    zero.zero = 0;
-    std::vector<std::vector<float>> params;
-    for (const Shape& s : {zero, one}) {
-      const auto file = temp_file("bits-" + shape_name({s, 0}));
-      const RankRun r = run_ranks("11_mesh", s.dp * s.tp * s.pp,
-                                  args_of(s) + kSmall + "--save-params " + file.string());
-      if (s.zero == 1) expect_run_holds_plan(s, r);
-      ASSERT_EQ(r.exit_code, 0) << r.output;
-      params.push_back(saved_params(file));
-    }
-    EXPECT_TRUE(same_bits(params[0], params[1])) << shape_name({one, 0});
-    // And the run trained: the update is not lost on either side.
-    EXPECT_FALSE(same_bits(params[1], fresh_state(1).params)) << shape_name({one, 0});
+    expect_same_bits_as_stage(one, 0);
   }
+}
+
+// ZeRO-2 beside the tensor split: ZeRO-1's update, reading a copy of the shard's mean
+// (the gradient shard it keeps), so ZeRO-1's bits. Three replicas, Adam: uneven shards,
+// and a rule with state, whose update would show a shard read from the wrong place.
+TEST(MeshBits, ZeroTwoBesideTensorIsZeroOneBitForBit) {
+  expect_same_bits_as_stage({3, 2, 1, "1f1b", 2, "adam"}, 1);
 }
 
 // A pipeline of one micro-batch computes chapter 1's gradients (chapter 9), and each stage
