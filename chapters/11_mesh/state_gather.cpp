@@ -82,12 +82,4 @@ void gather_state(MPI_Comm comm, const model::TrainingState& mine, Chunk params_
   }
 }
 
-void gather_array(MPI_Comm comm, const std::vector<float>& mine, Chunk range,
-                  std::vector<float>& whole) {
-  int me = 0;
-  MPI_CHECK(MPI_Comm_rank(comm, &me));
-  if (me == 0) whole.resize(kAll);
-  gather_range(comm, mine.data(), range, me == 0 ? whole.data() : nullptr);
-}
-
 }  // namespace towers

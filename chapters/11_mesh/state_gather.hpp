@@ -33,11 +33,4 @@ namespace towers {
 void gather_state(MPI_Comm comm, const model::TrainingState& mine, Chunk params_range,
                   Chunk state_range, int parts, model::TrainingState& whole);
 
-/// One array of gather_state's: every rank of `comm` holds the range `range` of `mine`
-/// (kNumParameters floats, chapter 1's layout); on rank 0 of `comm`, `whole` is resized
-/// to kNumParameters and gets every rank's range in its place; elsewhere it is left as it
-/// was. The same rule for the ranges (all whole, or a tiling). A collective over `comm`.
-void gather_array(MPI_Comm comm, const std::vector<float>& mine, Chunk range,
-                  std::vector<float>& whole);
-
 }  // namespace towers

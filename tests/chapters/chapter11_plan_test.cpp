@@ -335,14 +335,15 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
             NumericsClass::kWithinBound);
   // 11_mesh's composed run holds data x tensor x pipeline at ZeRO-0 with every optimizer
   // (a pipeline beside tensor parallelism with local3 to softmax_linear on one stage),
-  // ZeRO-1 beside tensor or pipeline parallelism, and every ZeRO stage on data parallelism
-  // alone (chapter11_run_test); nothing runs ZeRO beside both, nor a pipeline that cuts
-  // local3 from local4 beside --tp.
+  // ZeRO-1 beside tensor or pipeline parallelism, ZeRO-2 beside tensor parallelism, and
+  // every ZeRO stage on data parallelism alone (chapter11_run_test); nothing runs ZeRO
+  // beside both, nor a pipeline that cuts local3 from local4 beside --tp.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8, model::Optimizer::kMomentum)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(4, 1, 1, 2, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 2)).held_by_run);
   EXPECT_EQ(make_mesh_plan(mesh(2, 2, 1, 0)).numerics, NumericsClass::kWithinBound);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 4, 0, 2, 8, model::Optimizer::kAdam)).held_by_run);

@@ -7,7 +7,8 @@
 //     and data alone (each kind of rank: its slice, its range, its range of a slice, its
 //     copy, and its input restarted where the job stood, across an epoch), with SGD, and with an optimizer that keeps state
 //     (momentum on data x tensor, Adam on data x pipeline, on tensor x pipeline, at ZeRO-1
-//     on data x tensor and on data x pipeline, and at ZeRO-3 on data alone: the velocity or
+//     on data x tensor and on data x pipeline, momentum at ZeRO-2 on data x tensor, and
+//     Adam at ZeRO-3 on data alone: the velocity or
 //     moments of every slice, range, range of a slice and shard put together in the file
 //     and taken back); these are the meshes that may keep checkpoints
 //     (mesh_checkpoint_problem's positive list, every mesh the run accepts today);
@@ -138,6 +139,36 @@ INSTANTIATE_TEST_SUITE_P(
 // A pipeline of two stages, micro-batches of one image: its numerics class is
 // 01_single_gpu --accumulate 2, bit for bit, and 09_pipeline's on any number of stages.
 const std::string kPipeline = "--micro-batches 2 --batch-size 2 --log-every 1 ";
+
+// MeshKillNine holds a mesh's file to a file of the same mesh: a shard or slice put in the
+// wrong place by the save and taken from that same wrong place by the resume would pass
+// it. Here a ZeRO rank's shards are put together by one mesh and taken back by another
+// that holds no shards (ZeRO-1 and ZeRO-2 are ZeRO-0's bits): Adam's moments must land in
+// chapter 1's layout for the unsharded ranks to continue the run bit for bit.
+TEST(MeshCheckpoint, ShardsPutTogetherResumeAMeshWithoutShardsBitForBit) {
+  data::testing::TempDir dir;
+  const std::string adam = "--dp 2 --optimizer adam --batch-size 2 --log-every 1 ";
+  // A tensor rank's shards (ZeRO-2's path is ZeRO-1's and more) and a stage's.
+  for (const std::string mesh : {"--tp 2 --zero 2", "--pp 2 --micro-batches 2 --zero 1"}) {
+    const std::string zero0 = std::regex_replace(mesh, std::regex("--zero [12]"), "--zero 0");
+    const fs::path folder = dir.path() / "sharded", straight = dir.path() / "straight.params",
+                   resumed = dir.path() / "resumed.params";
+    fs::remove_all(folder);
+    const RankRun a = run_ranks("11_mesh", 4, adam + zero0 + " --steps 4 --save-params " +
+                                                  straight.string());
+    ASSERT_EQ(a.exit_code, 0) << mesh << "\n" << a.output;
+    const RankRun b = run_ranks("11_mesh", 4, adam + mesh + " --steps 2 --checkpoint-dir " +
+                                                  folder.string());
+    ASSERT_EQ(b.exit_code, 0) << mesh << "\n" << b.output;
+    const RankRun c = run_ranks("11_mesh", 4, adam + zero0 + " --steps 2 --resume --checkpoint-dir " +
+                                                  folder.string() + " --save-params " +
+                                                  resumed.string());
+    ASSERT_EQ(c.exit_code, 0) << mesh << "\n" << c.output;
+    EXPECT_EQ(c.last("global_step"), "4") << c.output;
+    EXPECT_TRUE(bytes_of(straight) == bytes_of(resumed))
+        << mesh << ": the unsharded mesh did not continue the sharded one's file bit for bit";
+  }
+}
 
 // A checkpoint of the mesh is chapter 1's file, put together from the stages' ranges:
 // 01_single_gpu resumes it and ends, bit for bit, where the mesh would have; and it holds
