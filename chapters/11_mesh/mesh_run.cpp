@@ -474,7 +474,8 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   // What chapter11_resume_test proves (kill -9 of a rank, --resume, byte for byte), and
   // nothing else: every kind of rank below puts its part of the whole state together and
   // takes it back, --optimizer's state included. A kind added later stays refused until a
-  // test proves its file.
+  // test proves its file. (Today every mesh mesh_run_problem accepts is on the list, so
+  // the sentence below is a guard no run reaches: --hybrid is refused before it.)
   const bool data_alone = c.tp == 1 && c.pp == 1;
   const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;
   const bool tensor_alone = c.tp > 1 && c.pp == 1;  // beside data parallelism
