@@ -62,20 +62,43 @@ job_processes() {
   ps -eo pid,ppid,stat,wchan:24,etime,pcpu,args |
     grep -E "[0]5_ranks|[0]6_overlap|[1]1_mesh|[o]rted|[p]rted|[m]pirun|[t]wo-hosts" | cut -c1-200
 }
+# Where each rank waits (every thread's stack, where gdb is installed: scripts/setup adds
+# it) and what each machine's TCP sockets hold (ss: queued bytes, retransmits): a rank
+# blocked in MPI with its bytes stuck on the cable reads otherwise than one that never
+# got there.
+job_stacks() {
+  local pid n
+  if command -v gdb >/dev/null; then
+    for pid in $(pgrep -x '05_ranks|06_overlap_rank|11_mesh'); do
+      echo "--- $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-150)"
+      timeout 10 gdb -p "$pid" -batch -ex "thread apply all bt 12" 2>/dev/null | grep -E "^Thread|^#"
+    done
+  else
+    echo "(no gdb here: no stacks)"
+  fi
+  for n in 0 1; do
+    echo "--- TCP sockets on $TWO_HOSTS_PREFIX-host$n"
+    ip netns exec "$TWO_HOSTS_PREFIX-host$n" ss -tin 2>&1
+  done
+}
 # Runs a command bounded by `timeout`; its output (stdout and stderr) in $out, status in $rc.
-# When the time runs out (rc 124), $out ends with the processes as they were a second
-# before: a job that hung says where (a mesh run across the cable once hung after its
-# summary, 1 run in 12 under load).
+# When the time runs out (rc 124), $out ends with the processes as they were shortly
+# before (a second; 20 s for a bound of a minute or more, time for the stacks): a job that
+# hung says where (a mesh run across the cable once hung after its summary, 1 run in 12
+# under load, and once in its last barrier).
 bounded() {
   local seconds=$1; shift
+  local lead=1
+  [ "$seconds" -ge 60 ] && lead=20
   rm -f "$tmp/processes"
   # The watcher keeps no descriptor of the test's (ctest waits for its output to close).
-  ( sleep $((seconds - 1)) && job_processes >"$tmp/processes" ) </dev/null >/dev/null 2>&1 &
+  ( sleep $((seconds - lead)) && { job_processes; job_stacks; } >"$tmp/processes" ) \
+    </dev/null >/dev/null 2>&1 &
   local watcher=$!
   out=$(timeout -k 5 "$seconds" "$@" 2>&1); rc=$?
   pkill -P "$watcher" 2>/dev/null; kill "$watcher" 2>/dev/null; wait "$watcher" 2>/dev/null
   if [ "$rc" -eq 124 ] && [ -s "$tmp/processes" ]; then
-    out+=$'\n'"the processes a second before the time ran out:"$'\n'"$(cat "$tmp/processes")"
+    out+=$'\n'"the processes $lead s before the time ran out:"$'\n'"$(cat "$tmp/processes")"
   fi
 }
 # Starts chapter 5 across the cable in the background with these flags (output in $log,
@@ -344,7 +367,10 @@ mesh)
   # 2 %: more with two flows on the cable at once, less when the runs' wire-ups differ), and no other dimension's: at batch 32 the
   # smallest one kept on a machine, 2x2x1's tensor pair, would add 13.6 %.
   bounded 30 "$script" up || fail "up: $out"
-  mesh_flags="--batch-size 32 --log-every 1"
+  # A collective timeout past the bound: a rank that hangs is then still there when
+  # bounded looks (its stacks and sockets in the failure), not ended by a watchdog first
+  # (a watchdog once named rank 0 in the last barrier, and nothing said why).
+  mesh_flags="--batch-size 32 --log-every 1 --collective-timeout 150"
   # cable_per_step PER_HOST FLAGS...: the cable's bytes per step (9 steps minus 1, /8: Open
   # MPI's wire-up at the start of each run differs by up to ~100 KB, so many steps apart)
   # in $per_step, the 9-step run's summary in $summary.
