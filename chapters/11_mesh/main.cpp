@@ -9,11 +9,11 @@
 // by tests/chapters/chapter11_plan_test.cpp. `--plan` prints it without running.
 // Without --plan, `mpirun -n N 11_mesh --dp a --tp b --pp c` runs the composed mesh (data
 // x tensor x pipeline with SGD, momentum or Adam, --pp at most 4 beside --tp; ZeRO-1
-// beside tensor or pipeline parallelism, ZeRO-2 beside tensor parallelism, ZeRO-1 to 3 on
+// beside tensor or pipeline parallelism or both, ZeRO-2 beside tensor parallelism, ZeRO-1 to 3 on
 // data parallelism alone; the host backend; mesh_run.hpp), one process per device, one
 // communicator per dimension, and prints the plan beside what the run measured. What is
-// planned but not run yet (ZeRO-1 beside both tensor and pipeline parallelism, a pipeline
-// cut between local3 and local4 beside tensor parallelism) is refused before the run
+// planned but not run yet (a pipeline cut between local3 and local4 beside tensor
+// parallelism) is refused before the run
 // starts; ZeRO-2 beside a pipeline and ZeRO-3 beside either are not planned at all: the
 // plan refuses them (mesh_problem), --plan included.
 // The run saves and resumes chapter 1's checkpoints, put together on rank 0 from every

@@ -451,7 +451,7 @@ std::string mesh_rank_map(const MeshShape& shape) {
 std::string mesh_run_problem(const MeshConfig& c) {
   const std::string today = "the composed run covers data x tensor x pipeline today "
                             "(--optimizer sgd, momentum or adam; --zero 0, --zero 1 beside "
-                            "--tp or --pp, --zero 2 beside --tp, and --zero 1 to 3 with data "
+                            "--tp, --pp or both, --zero 2 beside --tp, and --zero 1 to 3 with data "
                             "parallelism alone; --pp up to 4 beside --tp; the host backend); ";
   const std::string plan = ": add --plan to print what that mesh will hold and send";
   if (c.pp > 1 && c.tp > 1 && !split_layers_on_one_stage(c.pp)) {
@@ -459,11 +459,6 @@ std::string mesh_run_problem(const MeshConfig& c) {
            "and beside tensor parallelism (--tp " + std::to_string(c.tp) + ") chapter 10's "
            "split needs local3, local4 and softmax_linear on one stage: that mesh is planned, "
            "not run; use --pp 4 or fewer with --tp" + plan;
-  }
-  if (c.zero > 0 && c.pp > 1 && c.tp > 1) {
-    return today + "--zero " + std::to_string(c.zero) + " beside both tensor and pipeline "
-           "parallelism is planned, not run; use --zero 0 there, or --zero 1 with --tp 1 or "
-           "--pp 1" + plan;
   }
   if (c.hybrid) return today + "--hybrid runs as chapter 10's 10_tensor --hybrid" + plan;
   return "";
@@ -479,9 +474,7 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   const bool data_alone = c.tp == 1 && c.pp == 1;
   const bool pipeline_by_tensor = c.tp > 1 && c.pp > 1;
   const bool tensor_alone = c.tp > 1 && c.pp == 1;  // beside data parallelism
-  const bool proven = !c.hybrid && (c.zero == 0 || data_alone ||
-                                    (c.zero == 1 && !pipeline_by_tensor) ||
-                                    (c.zero == 2 && tensor_alone));
+  const bool proven = !c.hybrid && (c.zero <= 1 || data_alone || (c.zero == 2 && tensor_alone));
   if (proven) return "";
   std::string what;
   if (c.zero > 0 && !data_alone) {
@@ -492,8 +485,8 @@ std::string mesh_checkpoint_problem(const MeshConfig& c, const CheckpointFlags& 
   if (c.hybrid) what += std::string(what.empty() ? "" : ", and ") + "--hybrid";
   return "--checkpoint-dir: the composed run's checkpoints are put together and proven (kill "
          "-9 of a rank, --resume, byte for byte), with any --optimizer, for data x tensor x "
-         "pipeline at --zero 0, for data x tensor at --zero 0 to 2, for data x pipeline at "
-         "--zero 0 and 1, and for data parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
+         "pipeline at --zero 0 and 1, for data x tensor at --zero 0 to 2, and for data "
+         "parallelism alone at --zero 0 to 3; not yet for " + what + ", whose file "
          "might lack a rank's part of the state and resume another run. Drop --checkpoint-dir "
          "and the resume flags, or run one of the meshes above.";
 }

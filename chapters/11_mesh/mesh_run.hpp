@@ -5,7 +5,7 @@
 //
 // What runs today: data x tensor x pipeline (a pipeline of at most 4 stages beside tensor
 // parallelism), ZeRO-0 with SGD, momentum or Adam, ZeRO-1 beside tensor or pipeline
-// parallelism and ZeRO-2 beside tensor parallelism (zero_one_update.hpp), ZeRO-1 to 3 on
+// parallelism or both and ZeRO-2 beside tensor parallelism (zero_one_update.hpp), ZeRO-1 to 3 on
 // data parallelism alone, the host
 // backend. Chapter 1's checkpoints are saved and resumed, the optimizer's state included,
 // on the meshes chapter11_resume_test proves (mesh_checkpoint_problem).

@@ -18,8 +18,8 @@
 // and their mean taken (the bits of 01_single_gpu --accumulate m). With dp > 1 the
 // stage's range of that mean is then averaged over the data communicator (the replicas'
 // same stage), and every stage updates its range, by --optimizer (chapter 8's rules:
-// momentum's velocity and Adam's moments kept for that range alone). With --zero 1 (and
-// tp = 1) the replicas' same stage shard that update instead (zero_one_update.hpp): each
+// momentum's velocity and Adam's moments kept for that range alone). With --zero 1 the
+// replicas' same stage shard that update instead (zero_one_update.hpp): each
 // updates its shard of the range between the data ring's two halves, its state kept for
 // the shard. A checkpoint puts the stages' ranges of all of it together on world rank 0
 // (gather_state; at ZeRO-1 the replicas' shards of a range first, ZeroOneUpdate::
@@ -34,8 +34,12 @@
 // runs its convolutions; the stage holding local3 and local4 runs them as chapter 10's
 // split (TensorSplit), one slot per stashed micro-batch, g and f over the tensor
 // communicator. Each tensor rank sends its stage's whole activations to the same tensor
-// rank of the next stage. A checkpoint puts the tensor group's slices of each array
-// together first (gather_tensor_slices), and a resumed stage takes its slice's range.
+// rank of the next stage. At --zero 1 the replicas shard the stage's range of the slice
+// (its moving averages seeded from the slice of the state's, not from chapter 1's flat
+// layout at the range's offset, which is another variable's place). A checkpoint puts the
+// tensor group's slices of each array together first (gather_tensor_slices; at ZeRO-1
+// the replicas' shards of the range before that), and a resumed stage takes its slice's
+// range.
 #include <mpi.h>
 
 #include <algorithm>
@@ -120,13 +124,14 @@ class StageRank final : public MeshRank {
     // The variables: chapter 9's buffers of the whole model, or chapter 10's slice.
     std::size_t floats = model::kNumParameters;
     if (c.tp > 1) {
+      // ZeRO-1 keeps its shard of the range's moving averages (zero_one_), not the slice's.
       slices_ = std::make_unique<TensorSlices>(std::vector<Device*>{&device_},
                                                std::vector<Stream*>{stream_.get()}, c.tp,
-                                               mesh.at().tensor);
+                                               mesh.at().tensor, /*keep_averages=*/c.zero == 0);
       slices_->load_from_host(state);
       floats = slices_->layout(0).size();
       params_ = slices_->params(0);
-      averages_ = slices_->averages(0);
+      averages_ = slices_->averages(0);  // null at ZeRO-1
       micro_grads_ = slices_->grads(0);
     } else {
       // ZeRO-1 keeps its shard of the range's moving averages (zero_one_), not the range's.
@@ -194,24 +199,29 @@ class StageRank final : public MeshRank {
       host_all_images_.resize(images * c.dp);
       host_all_labels_.resize(static_cast<std::size_t>(c.batch) * c.dp);
     }
-    if (c.zero == 1 && slices_) {
-      // ZeroOneUpdate seeds its shard of the averages from `state`'s flat layout at
-      // range_'s offset, which beside --tp is in the slice's layout (owned_range): it would
-      // start from other variables' averages.
-      // mesh_run_problem refuses this mesh before the ranks are made; every rank of it
-      // (those without variables too) throws here alike, before any collective.
-      throw std::logic_error("a pipeline stage beside tensor parallelism (--tp " +
-                             std::to_string(c.tp) + ") at --zero 1: ZeroOneUpdate would seed its "
-                             "moving averages from chapter 1's flat layout at an offset of the "
-                             "tensor slice's layout (mesh_run_problem refuses this mesh)");
-    }
     if (c.zero == 1 && range_.count > 0) {
-      zero_one_ = std::make_unique<ZeroOneUpdate>(
-          device_, *stream_, mesh.data(), range_.count, c.optimizer,
-          state.moving_averages.data() + range_.offset, watchdog);
+      // The range's moving averages and optimizer state, laid out as the range: beside
+      // --tp the range is in the slice's layout (owned_range), so the slice of each whole
+      // array first, then the range of that; with tp = 1 chapter 1's flat layout itself.
+      const float* averages = state.moving_averages.data();
+      const float* optimizer_state = state.optimizer_state.data();
+      std::size_t layout_size = model::kNumParameters;
+      std::vector<float> slice_averages, slice_state;  // beside --tp: the slice of each
+      if (slices_) {
+        layout_size = slices_->layout(0).size();
+        slice_averages.resize(layout_size);
+        slices_->layout(0).take(state.moving_averages.data(), slice_averages.data());
+        averages = slice_averages.data();
+        if (!state.optimizer_state.empty()) {
+          slice_state = take_tensor_slices(c.tp, mesh.at().tensor, state.optimizer_state,
+                                           optimizer_parts_);
+          optimizer_state = slice_state.data();
+        }
+      }
+      zero_one_ = std::make_unique<ZeroOneUpdate>(device_, *stream_, mesh.data(), range_.count,
+                                                  c.optimizer, averages + range_.offset, watchdog);
       if (!state.optimizer_state.empty()) {  // a resumed run: its shard of this range's state
-        zero_one_->restore_optimizer(state.optimizer_state.data(), model::kNumParameters,
-                                     range_.offset);
+        zero_one_->restore_optimizer(optimizer_state, layout_size, range_.offset);
       }
     } else if (c.dp > 1 && range_.count > 0) {
       data_ = std::make_unique<MeshRing>(device_, mesh.data(), range_.count, Reduction::kMean,
@@ -287,10 +297,29 @@ class StageRank final : public MeshRank {
     model::TrainingState mine;
     if (slices_) {  // first the tensor group's slices, put together on its rank 0
       mine.params = gather_tensor_slices(mesh_, on_host(params_));
-      mine.moving_averages = gather_tensor_slices(mesh_, on_host(averages_));
       std::vector<std::vector<float>> parts;  // --optimizer's, each laid out as the slice
-      for (int p = 0; p < optimizer_parts_; ++p) {
-        parts.push_back(gather_tensor_slices(mesh_, range_on_host(optimizer_->part(p))));
+      if (zero_one_) {
+        // ZeRO-1: the replicas' shards of the range first, put together on the first
+        // replica's stage (laid out as the range), then placed in the slice at the range.
+        std::vector<float> averages, state;
+        zero_one_->put_together(averages, state);
+        mine.moving_averages = gather_tensor_slices(mesh_, range_on_host(averages));
+        for (std::size_t p = 0; p < static_cast<std::size_t>(optimizer_parts_); ++p) {
+          const std::vector<float> part(state.begin() + static_cast<std::ptrdiff_t>(p * range_.count),
+                                        state.begin() + static_cast<std::ptrdiff_t>((p + 1) * range_.count));
+          parts.push_back(gather_tensor_slices(mesh_, range_on_host(part)));
+        }
+      } else if (zero_ == 1) {  // ZeRO-1 on a stage without variables: nothing of its own
+        const std::vector<float> none;
+        mine.moving_averages = gather_tensor_slices(mesh_, range_on_host(none));
+        for (int p = 0; p < optimizer_parts_; ++p) {
+          parts.push_back(gather_tensor_slices(mesh_, range_on_host(none)));
+        }
+      } else {
+        mine.moving_averages = gather_tensor_slices(mesh_, on_host(averages_));
+        for (int p = 0; p < optimizer_parts_; ++p) {
+          parts.push_back(gather_tensor_slices(mesh_, range_on_host(optimizer_->part(p))));
+        }
       }
       if (mesh_.at().tensor != 0) return;  // its stage's range is on tensor rank 0 now
       mine.optimizer_state.reserve(parts.size() * model::kNumParameters);
@@ -366,6 +395,13 @@ class StageRank final : public MeshRank {
   std::vector<float> range_on_host(const float* values) {
     std::vector<float> host(slices_->layout(0).size(), 0.0f);
     copy_to_host(*stream_, host.data() + range_.offset, values, range_.count);
+    return host;
+  }
+  // The same from `values` on the host (range_.count floats; none on a stage without
+  // variables).
+  std::vector<float> range_on_host(const std::vector<float>& values) const {
+    std::vector<float> host(slices_->layout(0).size(), 0.0f);
+    std::copy(values.begin(), values.end(), host.begin() + static_cast<std::ptrdiff_t>(range_.offset));
     return host;
   }
 

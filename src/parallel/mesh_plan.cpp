@@ -269,14 +269,13 @@ MeshPlan make_mesh_plan(const MeshConfig& c) {
   // Chapters 9 and 10 train with SGD and no ZeRO: only chapter 8 has the others.
   const bool chapter8 = c.tp == 1 && c.pp == 1;
   // 11_mesh's composed run: data x tensor x pipeline at ZeRO-0 (a pipeline beside tensor
-  // parallelism where local3 to softmax_linear stay on one stage), ZeRO-1 beside tensor or
-  // pipeline parallelism, ZeRO-2 beside tensor parallelism, and every ZeRO stage on data
-  // parallelism alone, with every optimizer (chapter11_run_test holds it).
+  // parallelism where local3 to softmax_linear stay on one stage) at ZeRO-0 and ZeRO-1,
+  // ZeRO-2 beside tensor parallelism, and every ZeRO stage on data parallelism alone, with
+  // every optimizer (chapter11_run_test holds it).
   const bool one_beside_data = c.pp == 1 || c.tp == 1;
   const bool composed_run =
       (one_beside_data || split_layers_on_one_stage(c.pp)) && !c.hybrid &&
-      (c.zero == 0 || chapter8 || (c.zero == 1 && one_beside_data) ||
-       (c.zero == 2 && c.pp == 1));
+      (c.zero <= 1 || chapter8 || (c.zero == 2 && c.pp == 1));
   plan.held_by_run = (dims_above_one <= 1 &&
                       (chapter8 || (c.zero == 0 && c.optimizer == model::Optimizer::kSgd))) ||
                      composed_run;

@@ -35,11 +35,10 @@
 // A 1-D mesh is a chapter that exists, and tests/chapters/chapter11_plan_test.cpp holds
 // the plan to its run category by category. A mesh of data x tensor x pipeline (ZeRO-0,
 // every optimizer; with tp and pp both above 1 where local3 to softmax_linear stay on one
-// stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism, ZeRO-2 beside tensor
-// parallelism, and data parallelism alone at every ZeRO stage run as 11_mesh's composed
-// run, and chapter11_run_test holds the plan to it the same way. ZeRO-1 beside both
-// tensor and pipeline parallelism and a pipeline cut between local3 and local4 beside
-// tensor parallelism have no run yet: their plan composes the same forms, and
+// stage, pp <= 4), ZeRO-1 beside tensor or pipeline parallelism or both, ZeRO-2 beside
+// tensor parallelism, and data parallelism alone at every ZeRO stage run as 11_mesh's
+// composed run, and chapter11_run_test holds the plan to it the same way. A pipeline cut
+// between local3 and local4 beside tensor parallelism has no run yet: their plan composes the same forms, and
 // `held_by_run` says so. ZeRO-2 beside a pipeline and ZeRO-3 beside either is not planned
 // at all: mesh_problem refuses it.
 #pragma once

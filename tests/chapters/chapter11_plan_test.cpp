@@ -335,9 +335,9 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
             NumericsClass::kWithinBound);
   // 11_mesh's composed run holds data x tensor x pipeline at ZeRO-0 with every optimizer
   // (a pipeline beside tensor parallelism with local3 to softmax_linear on one stage),
-  // ZeRO-1 beside tensor or pipeline parallelism, ZeRO-2 beside tensor parallelism, and
-  // every ZeRO stage on data parallelism alone (chapter11_run_test); nothing runs ZeRO
-  // beside both, nor a pipeline that cuts local3 from local4 beside --tp.
+  // ZeRO-1 beside tensor or pipeline parallelism or both, ZeRO-2 beside tensor
+  // parallelism, and every ZeRO stage on data parallelism alone (chapter11_run_test);
+  // nothing runs a pipeline that cuts local3 from local4 beside --tp.
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 0)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 0, 2, 8)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(1, 2, 1, 0, 1, kBatch, model::Optimizer::kAdam)).held_by_run);
@@ -352,7 +352,8 @@ TEST(MeshPlanForms, TheBubbleAndTheNumericsClass) {
   EXPECT_FALSE(split_layers_on_one_stage(5));
   EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 1, 1)).held_by_run);
   EXPECT_TRUE(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).held_by_run);
-  EXPECT_FALSE(make_mesh_plan(mesh(2, 2, 2, 1, 2, 8)).held_by_run);
+  EXPECT_TRUE(make_mesh_plan(mesh(2, 2, 2, 1, 2, 8)).held_by_run);
+  EXPECT_FALSE(make_mesh_plan(mesh(1, 2, 5, 1, 2, 8)).held_by_run);
   // ZeRO-1 beside another dimension keeps ZeRO-0's numerics class: the same bits.
   EXPECT_EQ(make_mesh_plan(mesh(3, 1, 2, 1, 2, 8)).numerics, NumericsClass::kWithinBound);
   EXPECT_EQ(make_mesh_plan(mesh(2, 1, 2, 1, 2, 8)).numerics, NumericsClass::kBitIdentical);
@@ -469,7 +470,7 @@ TEST(MeshProgram, PlanPrintsThePlansKeysForAComposedMesh) {
   EXPECT_EQ(key(r, "plan_wire_bytes_per_step"), plan.total_wire());
   EXPECT_EQ(r.last("plan_bubble"), "0.333");
   EXPECT_EQ(r.last("numerics"), "within_bound");
-  EXPECT_EQ(r.last("held_by_run"), "no");
+  EXPECT_EQ(r.last("held_by_run"), "yes");  // the composed run holds it, not --plan
   EXPECT_EQ(r.last("measured"), "no");
 }
 
@@ -495,9 +496,9 @@ TEST(MeshProgram, WhatCannotBePlannedOrRunIsAUsageError) {
            {"--pp 5 --tp 2", "--pp 5 cuts between local3 and softmax_linear, and beside tensor "
                              "parallelism (--tp 2) chapter 10's split needs local3, local4 and "
                              "softmax_linear on one stage: that mesh is planned, not run"},
-           {"--pp 2 --tp 2 --zero 1", "--zero 1 beside both tensor and pipeline parallelism is "
-                                      "planned, not run"},
-           // ZeRO-1 beside tensor or pipeline parallelism runs: only the job's size is wrong.
+           // ZeRO-1 beside tensor or pipeline parallelism or both runs: only the job's
+           // size is wrong.
+           {"--pp 2 --tp 2 --zero 1", "start it with mpirun -n 4"},
            {"--tp 2 --zero 1", "start it with mpirun -n 2"},
            {"--pp 2 --zero 2", "--zero 2 is planned for data parallelism and beside --tp, not "
                                "beside a pipeline"},

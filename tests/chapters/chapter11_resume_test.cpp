@@ -15,7 +15,9 @@
 //   - a checkpoint is chapter 1's file: 01_single_gpu --resume continues it, bit for bit
 //     where the numerics class says so (a pipeline is 01_single_gpu --accumulate m), and
 //     08_sharded --resume continues one with Adam's moments, at another ZeRO stage, bit for
-//     bit; a resume with another --optimizer is refused before step 0;
+//     bit; a resume with another --optimizer is refused before step 0; ZeRO-1 beside
+//     both tensor and pipeline parallelism writes ZeRO-0's file byte for byte, and
+//     resumed from it ends on the straight ZeRO-0 run's file;
 //   - the file holds the whole model, not the mesh: it resumes on other --tp and --pp
 //     (a pipeline of 2 stages resumed on 3 ends where 2 would have), and a mesh whose
 //     replicas read another number of images per step is refused before step 0, saying
@@ -168,6 +170,35 @@ TEST(MeshCheckpoint, ShardsPutTogetherResumeAMeshWithoutShardsBitForBit) {
     EXPECT_TRUE(bytes_of(straight) == bytes_of(resumed))
         << mesh << ": the unsharded mesh did not continue the sharded one's file bit for bit";
   }
+}
+
+// ZeRO-1 beside both tensor and pipeline parallelism: each stage's range of its tensor
+// slice sharded over the replicas. Its bits are ZeRO-0's (chapter11_run_test), so its
+// file is ZeRO-0's, byte for byte: the shards of the moving averages and of Adam's
+// moments put together at the range's place in the slice, then in chapter 1's layout (a
+// shard seeded or put from the flat layout at the range's offset, which in the slice's
+// layout is another variable's, would differ). And resumed from that file it takes its
+// shards back and ends on the straight ZeRO-0 run's file of step 4.
+TEST(MeshCheckpoint, ZeroOneBesideBothIsZeroZerosFileAndResumes) {
+  data::testing::TempDir dir;
+  const std::string mesh = "--dp 2 --tp 2 --pp 2 --micro-batches 2 --optimizer adam "
+                           "--batch-size 2 --log-every 1 --checkpoint-every 2 ";
+  const fs::path straight = dir.path() / "straight", sharded = dir.path() / "sharded";
+  const RankRun a = run_ranks("11_mesh", 8, mesh + "--zero 0 --steps 4 --checkpoint-dir " +
+                                                straight.string());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const RankRun b = run_ranks("11_mesh", 8, mesh + "--zero 1 --steps 2 --checkpoint-dir " +
+                                                sharded.string());
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  const std::string two = model::checkpoint_name(2), four = model::checkpoint_name(4);
+  EXPECT_TRUE(bytes_of(straight / two) == bytes_of(sharded / two))
+      << "the ZeRO-1 mesh's file of step 2 is not ZeRO-0's";
+  const RankRun c = run_ranks("11_mesh", 8, mesh + "--zero 1 --steps 2 --resume --checkpoint-dir " +
+                                                sharded.string());
+  ASSERT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_EQ(c.last("global_step"), "4") << c.output;
+  EXPECT_TRUE(bytes_of(straight / four) == bytes_of(sharded / four))
+      << "the resumed ZeRO-1 mesh did not end on the straight ZeRO-0 run's file";
 }
 
 // A checkpoint of the mesh is chapter 1's file, put together from the stages' ranges:

@@ -5,8 +5,8 @@
 // PlanMatchesRun: for N = 1, 2, 4 and 8 and every mesh of N devices the plan accepts that
 // runs today (data x tensor x pipeline; one with GPipe), and twenty meshes with
 // momentum or Adam on every kind of rank, ZeRO-1 to 3 on data parallelism alone,
-// ZeRO-1 beside tensor and pipeline parallelism and ZeRO-2 beside tensor parallelism
-// (and 2x1x4 at ZeRO-1 among the eight),
+// ZeRO-1 beside tensor and pipeline parallelism and beside both, and ZeRO-2 beside tensor
+// parallelism (and 2x1x4 at ZeRO-1 among the eight),
 // two steps at a tiny batch: every category of the largest device's memory
 // ledger equals the plan to the byte, and the bytes the rings sent per step on each
 // dimension (counted where they are sent, summed over the ranks) equal the plan's exactly.
@@ -206,6 +206,9 @@ std::vector<Shape> optimizer_and_zero_shapes() {
       {2, 1, 2, "gpipe", 1, "momentum"},
       // ZeRO-2 beside the tensor split: the slice's gradient shard beside its whole buffer.
       {2, 2, 1, "1f1b", 2, "sgd"},      {1, 4, 1, "1f1b", 2, "adam"},
+      // ZeRO-1 beside both: one replica, each stage's range of the slice its own shard
+      // (2x2x2: MeshBits.ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit).
+      {1, 2, 2, "gpipe", 1, "momentum"},
   };
 }
 
@@ -228,7 +231,7 @@ TEST(PlanMatchesRunShapes, AreEveryMeshThatRunsOfOneTwoFourAndEight) {
   // dp x tp x pp: 1x1x1; 2x1x1, 1x2x1, 1x1x2; 4x1x1, 2x2x1, 2x1x2, 1x4x1, 1x2x2, 1x1x4
   // and 2x1x2 with GPipe: what the first instantiation runs. Twenty with optimizers
   // and ZeRO; and 2x1x4 at ZeRO-1 among the eight.
-  EXPECT_EQ(optimizer_and_zero_shapes().size(), 20u);
+  EXPECT_EQ(optimizer_and_zero_shapes().size(), 21u);
   EXPECT_EQ(eight_device_shapes().size(), 11u);
   EXPECT_EQ(shapes_of_1_2_4().size(), 11u);
   // 8x1x1, 4x2x1, 4x1x2, 2x4x1, 2x2x2, 2x1x4, 1x8x1, 1x4x2, 1x2x4, 1x1x8: all ten.
@@ -358,9 +361,12 @@ void expect_same_bits_as_stage(const Shape& s, int reference) {
 // Each ZeRO-1 run is held to its plan as PlanMatchesRun holds the others (three replicas:
 // the uneven shards of a slice and of a stage's range). 1x1x4: one replica, no data ring
 // and its shard the whole range, and a stage of norms, which keeps no state at all.
+// 2x2x2: beside both, each stage's range of its tensor slice sharded over two replicas
+// (its checkpoint, moving averages and Adam's moments included, is ZeRO-0's file:
+// chapter11_resume_test's MeshCheckpoint.ZeroOneBesideBothIsZeroZerosFileAndResumes).
 TEST(MeshBits, ZeroOneBesideTensorAndPipelineIsZeroZeroBitForBit) {
   for (const Shape& one : {Shape{3, 2, 1, "1f1b", 1, "adam"}, Shape{3, 1, 2, "1f1b", 1, "momentum"},
-                           Shape{1, 1, 4, "1f1b", 1, "adam"}}) {
+                           Shape{1, 1, 4, "1f1b", 1, "adam"}, Shape{2, 2, 2, "1f1b", 1, "adam"}}) {
     expect_same_bits_as_stage(one, 0);
   }
 }
