@@ -144,6 +144,18 @@ expect_ended_naming_host1() {
 needs_nft() {
   command -v nft >/dev/null || skip "no nft (apt-get install nftables): $1 needs it"
 }
+# Segments TCP has sent again, on both machines: a retransmitted segment crosses the cable
+# twice, and its counters count it twice (veth drops what a busy receiver's backlog has no
+# room for).
+tcp_retransmits() {
+  local n total=0
+  for n in 0 1; do
+    total=$(( total + $(ip netns exec "$TWO_HOSTS_PREFIX-host$n" awk '/^Tcp:/ {
+      if (!h) { for (i = 1; i <= NF; i++) if ($i == "RetransSegs") f = i; h = 1; next }
+      print $f }' /proc/net/snmp) ))
+  done
+  echo "$total"
+}
 cable_bytes() {  # bytes host1's end of the cable has sent plus received
   local c=/sys/class/net/$TWO_HOSTS_PREFIX-v1/statistics
   echo $(( $(ip netns exec "$TWO_HOSTS_PREFIX-host1" cat "$c/tx_bytes") +
@@ -373,10 +385,12 @@ mesh)
   mesh_flags="--batch-size 32 --log-every 1 --collective-timeout 150"
   # cable_per_step PER_HOST FLAGS...: the cable's bytes per step (9 steps minus 1, /8: Open
   # MPI's wire-up at the start of each run differs by up to ~100 KB, so many steps apart)
-  # in $per_step, the 9-step run's summary in $summary.
+  # in $per_step, the 9-step run's summary in $summary, the segments TCP sent again
+  # during both runs in $resent.
   cable_per_step() {
     local per_host=$1; shift
     local runs=()
+    local resent_before; resent_before=$(tcp_retransmits)
     for steps in 1 9; do
       local before; before=$(cable_bytes)
       bounded 120 "$script" run --per-host "$per_host" -- "$bin/11_mesh" $mesh_flags "$@" --steps $steps
@@ -385,19 +399,28 @@ mesh)
     done
     per_step=$(( (runs[1] - runs[0]) / 8 ))
     summary=$(grep "^summary: " <<<"$out")
+    resent=$(( $(tcp_retransmits) - resent_before ))
   }
   key() { sed -nE "s/.* $1=([^ ]+).*/\1/p" <<<"$summary"; }
   # expect_crossing DIMENSION PER_HOST FLAGS...
+  # A measurement during which TCP resent segments counts them twice: it is taken once
+  # more, and only a clean one, or a second out of range, decides (one CI run measured
+  # 2x1x2 at +6.17 %, where 40 runs here measured 0.2 to 0.5 %).
   expect_crossing() {
     local dimension=$1; shift
-    cable_per_step "$@"
-    local counted; counted=$(key "wire_${dimension}_bytes_per_step")
-    [ -n "$counted" ] && [ "$counted" -gt 0 ] || fail "11_mesh ${*:2}: no $dimension bytes counted: $summary"
-    local overhead; overhead=$(awk -v m="$per_step" -v e="$counted" 'BEGIN { printf "%.2f", 100 * (m - e) / e }')
-    echo "mesh $(key mesh), $1 rank(s) a machine: the cable carried $per_step bytes a step;" \
-         "the $dimension dimension counted $counted (+$overhead %)"
-    awk -v o="$overhead" 'BEGIN { exit !(o >= -1 && o <= 5) }' ||
-      fail "mesh $(key mesh): the cable's bytes are $overhead % off the $dimension dimension's (-1 to 5 % expected: headers, less the wire-ups' difference): $summary"
+    local overhead counted attempt
+    for attempt in 1 2; do
+      cable_per_step "$@"
+      counted=$(key "wire_${dimension}_bytes_per_step")
+      [ -n "$counted" ] && [ "$counted" -gt 0 ] || fail "11_mesh ${*:2}: no $dimension bytes counted: $summary"
+      overhead=$(awk -v m="$per_step" -v e="$counted" 'BEGIN { printf "%.2f", 100 * (m - e) / e }')
+      echo "mesh $(key mesh), $1 rank(s) a machine: the cable carried $per_step bytes a step;" \
+           "the $dimension dimension counted $counted (+$overhead %); TCP resent $resent segment(s)"
+      awk -v o="$overhead" 'BEGIN { exit !(o >= -1 && o <= 5) }' && return
+      [ "$resent" -gt 0 ] || break
+      echo "  (TCP resent segments during that measurement: measuring once more)"
+    done
+    fail "mesh $(key mesh): the cable's bytes are $overhead % off the $dimension dimension's (-1 to 5 % expected: headers, less the wire-ups' difference; TCP resent $resent segment(s) meanwhile): $summary"
   }
   expect_crossing tensor 1 --tp 2
   expect_crossing pipeline 1 --pp 2 --micro-batches 4
