@@ -86,11 +86,10 @@ void ZeroOneUpdate::gather_shards(float* array) const {
   int ranks = 1, rank = 0;
   MPI_CHECK(MPI_Comm_size(data_, &ranks));
   MPI_CHECK(MPI_Comm_rank(data_, &rank));
-  // Every replica's shard, by MeshShards::shard's rule (replica r owns the ring's chunk
-  // r + 1): the chunks tile the `count_` variables.
+  // Every replica's shard, as MeshShards::shard gives each its own: they tile `count_`.
   std::vector<int> counts, offsets;
   for (int r = 0; r < ranks; ++r) {
-    const Chunk shard = ring_chunk(count_, ranks, (r + 1) % ranks);
+    const Chunk shard = mesh_shard(count_, ranks, r);
     counts.push_back(static_cast<int>(shard.size));
     offsets.push_back(static_cast<int>(shard.offset));
   }

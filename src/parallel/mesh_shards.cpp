@@ -25,7 +25,11 @@ Chunk MeshShards::shard(std::size_t count, int tower) const {
   if (tower != 0) {
     throw std::invalid_argument(what_ + ": one tower per process, so no tower " + std::to_string(tower));
   }
-  return ring_chunk(count, ranks_, (rank_ + 1) % ranks_);  // what the reduce-scatter leaves it
+  return mesh_shard(count, ranks_, rank_);
+}
+
+Chunk mesh_shard(std::size_t count, int ranks, int rank) {
+  return ring_chunk(count, ranks, (rank + 1) % ranks);  // what the reduce-scatter leaves it
 }
 
 float* MeshShards::one_tower(std::span<float* const> buffers, std::size_t count,

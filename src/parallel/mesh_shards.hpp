@@ -41,6 +41,11 @@
 
 namespace towers {
 
+/// Rank `rank` of `ranks`' shard of `count` variables: the chunk the ring's reduce-scatter
+/// leaves it (ring_chunk's chunk rank + 1). MeshShards::shard is this rank's; a gather of
+/// every rank's shard (ZeroOneUpdate's checkpoint) needs them all.
+Chunk mesh_shard(std::size_t count, int ranks, int rank);
+
 /// Reduce-scatter and all-gather over one mesh communicator, one tower per process: the
 /// tower is this process's, index 0 (its shard is its rank's).
 class MeshShards final : public ShardedCollectives {
